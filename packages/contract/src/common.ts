@@ -1,0 +1,56 @@
+import { z } from 'zod';
+
+/** Resource ids are UUIDs (spec 2.1). */
+export const Uuid = z.uuid();
+
+/** Every `*At` field: RFC 3339 with an explicit offset, `format: date-time` (spec 2.1). */
+export const Timestamp = z.iso.datetime({ offset: true });
+
+/** The stable problem codes (decisions.md, "Errors"), with the status each is answered with. */
+export const problemCodes = {
+  validation_failed: { status: 400, title: 'Request validation failed', description: 'The body, a path parameter or a query parameter failed validation; malformed JSON too. `issues` lists what was wrong.' },
+  unknown_parameter: { status: 400, title: 'Unknown query parameter', description: 'A query parameter the endpoint does not accept. `detail` names the accepted ones.' },
+  invalid_filter: { status: 400, title: 'Invalid filter value', description: 'A collection filter has a value outside its allowed set (never answered with an empty page).' },
+  limit_out_of_range: { status: 400, title: 'Limit out of range', description: '`limit` is not an integer from 1 to 500. It is refused, never clamped.' },
+  invalid_cursor: { status: 400, title: 'Invalid cursor', description: 'The cursor was altered, belongs to another collection or organisation, or is malformed.' },
+  unauthorized: { status: 401, title: 'Unauthorized', description: 'Missing, unknown, expired or revoked credential.' },
+  forbidden: { status: 403, title: 'Forbidden', description: 'Authenticated but not permitted. `requiredScope` names the scope (or role) that is missing.' },
+  csrf_failed: { status: 403, title: 'CSRF token missing or wrong', description: 'A cookie-authenticated state-changing request without the session\'s `X-CSRF-Token` header.' },
+  not_found: { status: 404, title: 'Not found', description: 'No such resource or route in the caller\'s organisation. Another organisation\'s resource is also 404.' },
+  method_not_allowed: { status: 405, title: 'Method not allowed', description: 'The path exists but not with this method. The `Allow` header lists the methods it has.' },
+  duplicate: { status: 409, title: 'Duplicate', description: 'The resource already exists and is not silently upserted.' },
+  conflict: { status: 409, title: 'Conflict', description: 'The request conflicts with the current state of the resource.' },
+  no_daemon_online: { status: 409, title: 'No daemon online', description: 'No online daemon can take the scan; nothing was queued.' },
+  nmap_unavailable: { status: 409, title: 'nmap unavailable', description: 'nmap was requested but the daemon has no nmap capability.' },
+  scan_already_active: { status: 409, title: 'Scan already active', description: 'The network already has a queued or running session (`sessionId`).' },
+  invalid_transition: { status: 409, title: 'Invalid state transition', description: 'The state change is not allowed; `detail` names the allowed next states.' },
+  session_cancelled: { status: 409, title: 'Scan session cancelled', description: 'A batch for a cancelled scan session.' },
+  payload_too_large: { status: 413, title: 'Payload too large', description: 'The body is larger than the server accepts (`SERVICE_BODY_LIMIT_BYTES`).' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type', description: 'The body is not `application/json`.' },
+  rate_limited: { status: 429, title: 'Rate limited', description: 'Too many requests. `Retry-After` says when to try again; `RateLimit-*` headers describe the window.' },
+  internal_error: { status: 500, title: 'Internal error', description: 'An unexpected failure. The `requestId` finds it in the server log; no detail is shown to the client.' },
+  service_unavailable: { status: 503, title: 'Service unavailable', description: 'A dependency (the database, a provider) is unavailable or not configured.' },
+} as const satisfies Record<string, { status: number; title: string; description: string }>;
+
+export type ProblemCode = keyof typeof problemCodes;
+export const ProblemCodeSchema = z.enum(Object.keys(problemCodes) as [ProblemCode, ...ProblemCode[]]);
+
+export const ProblemIssue = z.object({
+  path: z.string().describe('Dotted path of the offending field, for example `body.cidr` or `query.limit`.'),
+  message: z.string(),
+});
+
+/** RFC 9457 problem details (spec 7), `application/problem+json`. */
+export const Problem = z
+  .object({
+    type: z.string().describe('`{SERVICE_BASE_URL}/problems#{code}`'),
+    title: z.string(),
+    status: z.number().int(),
+    code: ProblemCodeSchema,
+    detail: z.string(),
+    requestId: z.string().describe('Also returned as the `X-Request-Id` header.'),
+    requiredScope: z.string().optional().describe('Present on scope refusals.'),
+    issues: z.array(ProblemIssue).optional().describe('Present on validation failures.'),
+  })
+  .catchall(z.unknown());
+export type Problem = z.infer<typeof Problem>;

@@ -1,0 +1,5 @@
+export * from './common.js';
+export * from './auth.js';
+export * from './health.js';
+export * from './routes.js';
+export * from './openapi.js';

@@ -1,0 +1,165 @@
+import { z } from 'zod';
+import { ApiKeyCreated, ApiKeyInfo, ChangePasswordRequest, CreateApiKeyRequest, KeyIntrospection, LoginRequest, type Role, type Scope, SessionInfo } from './auth.js';
+import { Uuid } from './common.js';
+import { HealthResponse } from './health.js';
+
+/** Who may call a route. The server enforces it; the OpenAPI document states it. */
+export type RouteAuth =
+  | { kind: 'none' }
+  /** `Authorization: Bearer <API key>` holding `scope` (any valid key when absent), capped by the key owner's current role. */
+  | { kind: 'apiKey'; scope?: Scope }
+  /** `Authorization: Bearer <daemon key>`; `daemonId` requires `X-Daemon-ID` (every daemon call but register). */
+  | { kind: 'daemon'; daemonId: boolean }
+  /** The browser session cookie; `minRole` for admin surfaces. State-changing methods need `X-CSRF-Token`. */
+  | { kind: 'session'; minRole?: Role };
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** One HTTP route of the service: everything about it except the handler. */
+export interface RouteDef {
+  method: HttpMethod;
+  /** Fastify-style path, `:name` for parameters. */
+  url: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  /** Internal routes (UI and session calls) are absent from `/openapi.json` and carry no compatibility promise (spec 9). */
+  internal?: boolean;
+  auth: RouteAuth;
+  params?: z.ZodObject;
+  querystring?: z.ZodObject;
+  body?: z.ZodType;
+  /** Status → body schema; `null` for an empty body. */
+  response: Record<number, z.ZodType | null>;
+  /** Media type of the success body when it is not JSON. */
+  produces?: string;
+}
+
+function route<const R extends RouteDef>(r: R): R {
+  return r;
+}
+
+const AnyDocument = z.record(z.string(), z.unknown());
+
+export const routes = {
+  getHealth: route({
+    method: 'GET',
+    url: '/api/health',
+    operationId: 'getHealth',
+    summary: 'Liveness and database round trip',
+    description: 'No credential, never rate limited. 503 with `ok: false` when the database does not answer within 2 seconds. Used as the container health check.',
+    tags: ['health'],
+    auth: { kind: 'none' },
+    response: { 200: HealthResponse, 503: HealthResponse },
+  }),
+  getOpenApi: route({
+    method: 'GET',
+    url: '/openapi.json',
+    operationId: 'getOpenApi',
+    summary: 'This OpenAPI 3.0.3 document',
+    tags: ['meta'],
+    internal: true,
+    auth: { kind: 'none' },
+    response: { 200: AnyDocument },
+  }),
+  listProblems: route({
+    method: 'GET',
+    url: '/problems',
+    operationId: 'listProblems',
+    summary: 'Every problem `code` with its status and meaning (HTML; JSON with `Accept: application/json`)',
+    tags: ['meta'],
+    internal: true,
+    auth: { kind: 'none' },
+    response: { 200: null },
+    produces: 'text/html',
+  }),
+  login: route({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    operationId: 'login',
+    summary: 'Open a browser session (sets the HttpOnly session cookie)',
+    description: 'Rate limited per client address; a wrong email and a wrong password give the same 401.',
+    tags: ['auth'],
+    internal: true,
+    auth: { kind: 'none' },
+    body: LoginRequest,
+    response: { 200: SessionInfo },
+  }),
+  logout: route({
+    method: 'POST',
+    url: '/api/v1/auth/logout',
+    operationId: 'logout',
+    summary: 'End the browser session and clear its cookie',
+    tags: ['auth'],
+    internal: true,
+    auth: { kind: 'session' },
+    response: { 204: null },
+  }),
+  me: route({
+    method: 'GET',
+    url: '/api/v1/auth/me',
+    operationId: 'me',
+    summary: 'The session\'s user, organisation, role and CSRF token',
+    tags: ['auth'],
+    internal: true,
+    auth: { kind: 'session' },
+    response: { 200: SessionInfo },
+  }),
+  changePassword: route({
+    method: 'POST',
+    url: '/api/v1/auth/password',
+    operationId: 'changePassword',
+    summary: 'Change the session user\'s password; every other session of the user ends',
+    tags: ['auth'],
+    internal: true,
+    auth: { kind: 'session' },
+    body: ChangePasswordRequest,
+    response: { 204: null },
+  }),
+  introspectKey: route({
+    method: 'GET',
+    url: '/api/v1/auth/key',
+    operationId: 'introspectKey',
+    summary: 'The calling API key: its organisation, owner, role and the scopes it holds now',
+    description: '`effectiveScopes` is the key\'s scopes capped by the owner\'s current role, re-read on every request.',
+    tags: ['auth'],
+    internal: true,
+    auth: { kind: 'apiKey' },
+    response: { 200: KeyIntrospection },
+  }),
+  listApiKeys: route({
+    method: 'GET',
+    url: '/api/v1/auth/keys',
+    operationId: 'listApiKeys',
+    summary: 'API keys of the organisation: an admin or owner sees all, others their own',
+    tags: ['auth'],
+    internal: true,
+    auth: { kind: 'session' },
+    response: { 200: z.object({ data: z.array(ApiKeyInfo) }) },
+  }),
+  createApiKey: route({
+    method: 'POST',
+    url: '/api/v1/auth/keys',
+    operationId: 'createApiKey',
+    summary: 'Mint an API key for the session user; scopes above the user\'s role are refused. The token is shown once.',
+    tags: ['auth'],
+    internal: true,
+    auth: { kind: 'session' },
+    body: CreateApiKeyRequest,
+    response: { 201: ApiKeyCreated },
+  }),
+  revokeApiKey: route({
+    method: 'DELETE',
+    url: '/api/v1/auth/keys/:id',
+    operationId: 'revokeApiKey',
+    summary: 'Revoke an API key (own keys; an admin or owner any key of the organisation)',
+    tags: ['auth'],
+    internal: true,
+    auth: { kind: 'session' },
+    params: z.object({ id: Uuid }),
+    response: { 204: null },
+  }),
+} as const satisfies Record<string, RouteDef>;
+
+export type RouteName = keyof typeof routes;

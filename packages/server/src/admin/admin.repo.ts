@@ -1,0 +1,45 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+
+/** An organisation by id or by (case-insensitive) name. */
+export function findOrganisation(db: Kysely<DB>, idOrName: string) {
+  const isUuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(idOrName);
+  return db
+    .selectFrom('organisations')
+    .select(['id', 'name'])
+    .where((eb) => (isUuid ? eb('id', '=', idOrName) : eb(sql`lower(name)`, '=', idOrName.toLowerCase())))
+    .executeTakeFirst();
+}
+
+export function countOrganisations(db: Kysely<DB>) {
+  return db.selectFrom('organisations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+}
+
+export function insertOrganisation(db: Kysely<DB>, name: string) {
+  return db.insertInto('organisations').values({ name }).returning(['id', 'name']).executeTakeFirstOrThrow();
+}
+
+export function insertUser(db: Kysely<DB>, u: { email: string; passwordHash: string | null; mustChangePassword: boolean }) {
+  return db
+    .insertInto('users')
+    .values({ email: u.email, password_hash: u.passwordHash, must_change_password: u.mustChangePassword })
+    .returning(['id'])
+    .executeTakeFirstOrThrow();
+}
+
+export function findMembership(db: Kysely<DB>, organisationId: string, userId: string) {
+  return db.selectFrom('memberships').selectAll().where('organisation_id', '=', organisationId).where('user_id', '=', userId).executeTakeFirst();
+}
+
+export async function insertMembership(db: Kysely<DB>, organisationId: string, userId: string, role: string): Promise<void> {
+  await db.insertInto('memberships').values({ organisation_id: organisationId, user_id: userId, role }).execute();
+}
+
+export async function updateRole(db: Kysely<DB>, organisationId: string, userId: string, role: string): Promise<void> {
+  await db
+    .updateTable('memberships')
+    .set({ role, updated_at: sql`now()` })
+    .where('organisation_id', '=', organisationId)
+    .where('user_id', '=', userId)
+    .execute();
+}

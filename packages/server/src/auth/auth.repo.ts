@@ -1,0 +1,87 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+
+/** The key with the role of its owner's membership, or undefined. Revocation and expiry are the caller's to check. */
+export function findKeyByHash(db: Kysely<DB>, tokenHash: string) {
+  return db
+    .selectFrom('keys as k')
+    .leftJoin('memberships as m', (j) => j.onRef('m.organisation_id', '=', 'k.organisation_id').onRef('m.user_id', '=', 'k.user_id'))
+    .leftJoin('users as u', 'u.id', 'k.user_id')
+    .select(['k.id', 'k.organisation_id', 'k.kind', 'k.scopes', 'k.user_id', 'k.expires_at', 'k.revoked_at', 'm.role', 'u.disabled_at'])
+    .where('k.token_hash', '=', tokenHash)
+    .executeTakeFirst();
+}
+
+/** Records use at most once a minute per key, so a busy key costs no write per request. */
+export async function touchKey(db: Kysely<DB>, id: string): Promise<void> {
+  await db
+    .updateTable('keys')
+    .set({ last_used_at: sql`now()` })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', sql<Date>`now() - interval '1 minute'`)]))
+    .execute();
+}
+
+/** A live session with its user and current role; undefined when expired, unknown or the membership is gone. */
+export function findLiveSession(db: Kysely<DB>, tokenHash: string) {
+  return db
+    .selectFrom('sessions as s')
+    .innerJoin('users as u', 'u.id', 's.user_id')
+    .innerJoin('memberships as m', (j) => j.onRef('m.organisation_id', '=', 's.organisation_id').onRef('m.user_id', '=', 's.user_id'))
+    .innerJoin('organisations as o', 'o.id', 's.organisation_id')
+    .select(['s.id', 's.user_id', 's.organisation_id', 's.csrf_token', 's.expires_at', 'u.email', 'u.must_change_password', 'm.role', 'o.name as organisation_name'])
+    .where('s.token_hash', '=', tokenHash)
+    .where('s.expires_at', '>', sql<Date>`now()`)
+    .where('u.disabled_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function insertSession(
+  db: Kysely<DB>,
+  s: { tokenHash: string; csrfToken: string; userId: string; organisationId: string; ttlHours: number },
+) {
+  return db
+    .insertInto('sessions')
+    .values({
+      token_hash: s.tokenHash,
+      csrf_token: s.csrfToken,
+      user_id: s.userId,
+      organisation_id: s.organisationId,
+      expires_at: sql`now() + make_interval(hours => ${s.ttlHours})`,
+    })
+    .returning(['id', 'expires_at'])
+    .executeTakeFirstOrThrow();
+}
+
+export async function deleteSession(db: Kysely<DB>, id: string): Promise<void> {
+  await db.deleteFrom('sessions').where('id', '=', id).execute();
+}
+
+/** Ends every session of a user but one (after a password change), and any expired ones. */
+export async function deleteOtherSessions(db: Kysely<DB>, userId: string, keepId: string): Promise<void> {
+  await db.deleteFrom('sessions').where('user_id', '=', userId).where('id', '!=', keepId).execute();
+}
+
+export function findUserByEmail(db: Kysely<DB>, email: string) {
+  return db.selectFrom('users').selectAll().where('email', '=', email.trim().toLowerCase()).executeTakeFirst();
+}
+
+export function findUserById(db: Kysely<DB>, id: string) {
+  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The user's memberships, oldest first. */
+export function listMemberships(db: Kysely<DB>, userId: string) {
+  return db
+    .selectFrom('memberships as m')
+    .innerJoin('organisations as o', 'o.id', 'm.organisation_id')
+    .select(['m.organisation_id', 'o.name as organisation_name', 'm.role'])
+    .where('m.user_id', '=', userId)
+    .orderBy('m.created_at')
+    .orderBy('m.organisation_id')
+    .execute();
+}
+
+export async function setPassword(db: Kysely<DB>, userId: string, passwordHash: string, mustChange: boolean): Promise<void> {
+  await db.updateTable('users').set({ password_hash: passwordHash, must_change_password: mustChange }).where('id', '=', userId).execute();
+}

@@ -1,0 +1,65 @@
+import { routes } from '@surveyor/contract';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Config } from '../config.js';
+import type { DB } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import { SESSION_COOKIE } from '../http/auth-hook.js';
+import { type RateLimiter, rateLimitHeaders } from '../http/rate-limit.js';
+import { addRoute } from '../http/route.js';
+import * as auth from './auth.service.js';
+import * as keys from './keys.service.js';
+import type { Principal } from './principal.js';
+
+type Session = Extract<Principal, { kind: 'session' }>;
+const session = (p: Principal | null): Session => {
+  if (p?.kind !== 'session') throw new AppError('unauthorized', 'Sign in first.');
+  return p;
+};
+
+/** Login, logout, me and password change: the browser session surface (internal, not in OpenAPI). */
+export function registerAuthRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; config: Config; limiter: RateLimiter }): void {
+  const { db, config, limiter } = deps;
+  const secure = config.baseUrl.startsWith('https:');
+  const setCookie = (reply: FastifyReply, value: string, maxAgeSeconds: number) =>
+    reply.setCookie(SESSION_COOKIE, value, { httpOnly: true, sameSite: 'lax', secure, path: '/', maxAge: maxAgeSeconds });
+
+  addRoute(app, routes.login, async (request, reply) => {
+    const v = limiter.hit(`login:${request.ip}`, config.rateLimits.loginPerMinute);
+    if (!v.allowed) throw new AppError('rate_limited', `Too many sign-in attempts; retry in ${v.resetSeconds} s.`, { headers: rateLimitHeaders(v) });
+    const { token, principal } = await auth.login(db, { ...request.body, ttlHours: config.sessionTtlHours, requestId: request.id });
+    setCookie(reply, token, config.sessionTtlHours * 3600);
+    return auth.sessionInfo(db, principal);
+  });
+
+  addRoute(app, routes.logout, async (request, reply) => {
+    await auth.logout(db, session(request.principal), request.id);
+    setCookie(reply, '', 0);
+    return reply.code(204).send();
+  });
+
+  addRoute(app, routes.me, async (request) => auth.sessionInfo(db, session(request.principal)));
+
+  addRoute(app, routes.introspectKey, async (request) => {
+    const p = request.principal;
+    if (p?.kind !== 'apiKey') throw new AppError('unauthorized', 'This endpoint needs an API key.');
+    return keys.introspect(p);
+  });
+
+  addRoute(app, routes.listApiKeys, async (request) => ({ data: await keys.listKeys(db, session(request.principal)) }));
+
+  addRoute(app, routes.createApiKey, async (request, reply) => {
+    const created = await keys.createKeyForSession(db, session(request.principal), request.body, request.id);
+    return reply.code(201).send(created);
+  });
+
+  addRoute(app, routes.revokeApiKey, async (request, reply) => {
+    await keys.revokeKeyForSession(db, session(request.principal), request.params.id, request.id);
+    return reply.code(204).send();
+  });
+
+  addRoute(app, routes.changePassword, async (request, reply) => {
+    await auth.changePassword(db, session(request.principal), { ...request.body, requestId: request.id });
+    return reply.code(204).send();
+  });
+}

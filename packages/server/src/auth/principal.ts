@@ -1,0 +1,18 @@
+import type { Role, Scope } from '@surveyor/contract';
+
+/** Who is calling. The organisation always comes from here, never from the request. */
+export type Principal =
+  | { kind: 'apiKey'; organisationId: string; keyId: string; userId: string; role: Role; keyScopes: Scope[] }
+  | { kind: 'daemon'; organisationId: string; keyId: string; daemonId: string | null }
+  | {
+      kind: 'session';
+      organisationId: string;
+      organisationName: string;
+      sessionId: string;
+      userId: string;
+      email: string;
+      role: Role;
+      csrfToken: string;
+      mustChangePassword: boolean;
+      expiresAt: Date;
+    };

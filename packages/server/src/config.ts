@@ -1,0 +1,95 @@
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { message: 'expected true or false' })
+  .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
+const int = (min: number, max: number) => z.coerce.number({ message: 'expected an integer' }).int('expected an integer').min(min).max(max);
+
+/** Every environment variable the service reads, parsed once at start. Nothing else reads `process.env`. */
+export const ConfigSchema = z
+  .object({
+    DATABASE_URL: z
+      .url({ protocol: /^postgres(ql)?$/, message: 'expected postgres://user@host:port/database' })
+      .optional()
+      .describe('PostgreSQL connection string. Absent: the embedded PGlite database in SERVICE_DATA_DIR.'),
+    SERVICE_DATA_DIR: z.string().min(1).default('./data').describe('Folder of the embedded database and of the generated secret key.'),
+    SERVICE_HOST: z.string().min(1).default('127.0.0.1').describe('Address the web process listens on.'),
+    SERVICE_PORT: int(0, 65535).default(8080).describe('Port the web process listens on (0 picks a free one).'),
+    SERVICE_BASE_URL: z
+      .url({ protocol: /^https?$/, message: 'expected an http(s) URL' })
+      .optional()
+      .describe('Public URL of the service, used in problem `type` links and to decide the `Secure` cookie flag. Default http://SERVICE_HOST:SERVICE_PORT.'),
+    SERVICE_DB_POOL_MAX: int(1, 1000).default(25).describe('Connections in the query pool of each process.'),
+    SERVICE_JOBS_IN_WEB: bool.default(true).describe('Whether the web process also runs the scheduled jobs.'),
+    SERVICE_VERSION: z.string().min(1).default('0.1.0-dev').describe('Release reported by /api/health.'),
+    SERVICE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    SERVICE_SECRET_KEY: z
+      .string()
+      .regex(/^(?:[0-9a-fA-F]{64}|[A-Za-z0-9+/]{43}=)$/, 'expected 32 bytes as 64 hex characters or base64')
+      .optional()
+      .describe('Key encrypting stored secrets (AES-256-GCM). Required with DATABASE_URL; on PGlite generated into SERVICE_DATA_DIR/secret.key when absent.'),
+    SERVICE_RATE_LIMIT_KEY_PER_MINUTE: int(1, 1_000_000).default(1200).describe('Requests a minute per API key.'),
+    SERVICE_RATE_LIMIT_DAEMON_PER_MINUTE: int(1, 1_000_000).default(600).describe('Requests a minute per daemon key.'),
+    SERVICE_RATE_LIMIT_ANON_PER_MINUTE: int(1, 1_000_000).default(300).describe('Requests a minute per client address without a valid credential.'),
+    SERVICE_RATE_LIMIT_LOGIN_PER_MINUTE: int(1, 10_000).default(10).describe('Login attempts a minute per client address.'),
+    SERVICE_SESSION_TTL_HOURS: int(1, 24 * 30).default(12).describe('Lifetime of a browser session.'),
+    SERVICE_BODY_LIMIT_BYTES: int(1024, 256 * 1024 * 1024).default(4 * 1024 * 1024).describe('Largest request body accepted (413 above).'),
+    SERVICE_TRUST_PROXY: z.string().default('false').describe('Fastify trustProxy: false, true, a hop count, or a comma-separated list of proxy addresses. Decides the client address used by rate limits.'),
+  })
+  .transform((e) => ({
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.SERVICE_DATA_DIR,
+    host: e.SERVICE_HOST,
+    port: e.SERVICE_PORT,
+    baseUrl: (e.SERVICE_BASE_URL ?? `http://${e.SERVICE_HOST.includes(':') ? `[${e.SERVICE_HOST}]` : e.SERVICE_HOST}:${e.SERVICE_PORT}`).replace(/\/+$/, ''),
+    dbPoolMax: e.SERVICE_DB_POOL_MAX,
+    jobsInWeb: e.SERVICE_JOBS_IN_WEB,
+    version: e.SERVICE_VERSION,
+    logLevel: e.SERVICE_LOG_LEVEL,
+    secretKey: e.SERVICE_SECRET_KEY,
+    rateLimits: {
+      keyPerMinute: e.SERVICE_RATE_LIMIT_KEY_PER_MINUTE,
+      daemonPerMinute: e.SERVICE_RATE_LIMIT_DAEMON_PER_MINUTE,
+      anonPerMinute: e.SERVICE_RATE_LIMIT_ANON_PER_MINUTE,
+      loginPerMinute: e.SERVICE_RATE_LIMIT_LOGIN_PER_MINUTE,
+    },
+    sessionTtlHours: e.SERVICE_SESSION_TTL_HOURS,
+    bodyLimitBytes: e.SERVICE_BODY_LIMIT_BYTES,
+    trustProxy: parseTrustProxy(e.SERVICE_TRUST_PROXY),
+  }));
+
+export type Config = z.output<typeof ConfigSchema>;
+
+function parseTrustProxy(v: string): boolean | number | string[] {
+  if (v === 'true') return true;
+  if (v === 'false' || v === '') return false;
+  if (/^\d+$/.test(v)) return Number(v);
+  return v.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment. Throws ConfigError naming each bad variable; an empty string counts as unset. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const known = Object.keys(ConfigSchema.in.shape);
+  const input = Object.fromEntries(known.map((k) => [k, env[k] === '' ? undefined : env[k]]));
+  const result = ConfigSchema.safeParse(input);
+  if (!result.success) {
+    throw new ConfigError(result.error.issues.map((i) => `${String(i.path[0] ?? '?')}: ${i.message}`));
+  }
+  return result.data;
+}
+
+/** Name, default and description of every variable, for `surveyor config` and the README. */
+export function describeConfig(): { name: string; default: unknown; description: string }[] {
+  return Object.entries(ConfigSchema.in.shape).map(([name, schema]) => {
+    const s = schema as z.ZodType;
+    const parsed = s.safeParse(undefined);
+    return { name, default: parsed.success ? parsed.data : undefined, description: s.description ?? '' };
+  });
+}

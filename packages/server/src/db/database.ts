@@ -1,0 +1,122 @@
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { lockDataDir } from './data-dir-lock.js';
+import { PGliteDialect } from './pglite-dialect.js';
+import type { DB } from './schema.js';
+
+// bigint (count(*), sums) as number on both drivers; our counts stay far below 2^53.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export type Row = Record<string, unknown>;
+export type Exec = (sqlText: string) => Promise<Row[]>;
+
+export interface Database {
+  db: Kysely<DB>;
+  kind: 'postgres' | 'pglite';
+  /** Runs `fn` on one dedicated connection with a multi-statement executor (migrations). */
+  withRawSession<T>(fn: (exec: Exec) => Promise<T>): Promise<T>;
+  /** One round trip; false when it fails or takes longer than `timeoutMs`. Never throws. */
+  ping(timeoutMs?: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** PostgreSQL connection string; absent: PGlite. */
+  url?: string;
+  /** PGlite data folder; absent with no url: an in-memory PGlite (tests). */
+  dataDir?: string;
+  poolMax: number;
+  /** PostgreSQL schema to work in (tests isolate each file in its own). */
+  searchPath?: string;
+  logger?: Logger;
+}
+
+async function pingWith(db: Kysely<DB>, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    const round = sql`select 1 as ok`.execute(db).then(() => true, () => false);
+    return await Promise.race([round, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Opens the database the configuration names. PGlite data folders are locked to this process. */
+export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
+  if (opts.url) return openPostgres(opts.url, opts);
+  return openPGlite(opts);
+}
+
+function openPostgres(url: string, opts: DatabaseOptions): Database {
+  const poolConfig: pg.PoolConfig = {
+    connectionString: url,
+    max: opts.poolMax,
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 30_000,
+    application_name: 'surveyor',
+    ...(opts.searchPath ? { options: `-c search_path=${opts.searchPath}` } : {}),
+  };
+  const pool = new pg.Pool(poolConfig);
+  // An idle client losing its server emits here; without a listener the process would crash.
+  pool.on('error', (err) => opts.logger?.warn({ err }, 'idle database connection failed'));
+  // A connection can also die while checked out between queries, when pg-pool's idle listener is
+  // detached; pg then emits 'error' on the client, which must not crash the process. Queries in
+  // flight still fail with the error, and the pool discards the broken client on release.
+  pool.on('connect', (client) => client.on('error', (err) => opts.logger?.warn({ err }, 'database connection lost')));
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    kind: 'postgres',
+    async withRawSession(fn) {
+      const client = await pool.connect();
+      try {
+        return await fn(async (text) => {
+          const res = (await client.query(text)) as unknown as pg.QueryResult | pg.QueryResult[];
+          return Array.isArray(res) ? (res.at(-1)?.rows ?? []) : res.rows;
+        });
+      } finally {
+        client.release();
+      }
+    },
+    ping: (timeoutMs = 2000) => pingWith(db, timeoutMs),
+    close: () => db.destroy(),
+  };
+}
+
+async function openPGlite(opts: DatabaseOptions): Promise<Database> {
+  const release = opts.dataDir ? lockDataDir(opts.dataDir) : () => {};
+  let pglite: PGlite;
+  try {
+    pglite = opts.dataDir ? await PGlite.create(path.join(opts.dataDir, 'pgdata')) : await PGlite.create();
+  } catch (e) {
+    release();
+    throw e;
+  }
+  const dialect = new PGliteDialect(pglite);
+  const db = new Kysely<DB>({ dialect });
+  let closed = false;
+  return {
+    db,
+    kind: 'pglite',
+    async withRawSession(fn) {
+      const unlock = await dialect.mutex.lock();
+      try {
+        return await fn(async (text) => (await pglite.exec(text)).at(-1)?.rows ?? []);
+      } finally {
+        unlock();
+      }
+    },
+    ping: (timeoutMs = 2000) => (closed || pglite.closed ? Promise.resolve(false) : pingWith(db, timeoutMs)),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await db.destroy();
+      if (!pglite.closed) await pglite.close();
+      release();
+    },
+  };
+}

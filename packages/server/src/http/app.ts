@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import fastifyCookie from '@fastify/cookie';
+import { type RouteDef, routes } from '@surveyor/contract';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import FindMyWay from 'find-my-way';
+import type { Logger } from 'pino';
+import { registerAuthRoutes } from '../auth/auth.routes.js';
+import type { Config } from '../config.js';
+import type { Database } from '../db/database.js';
+import { registerHealthRoutes } from '../health/health.routes.js';
+import { registerAuthHook } from './auth-hook.js';
+import { registerMetaRoutes } from './meta.routes.js';
+import { errorHandler, sendProblem } from './problems.js';
+import { RateLimiter } from './rate-limit.js';
+
+export interface AppDeps {
+  config: Config;
+  database: Database;
+  logger: Logger;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+/** Every route of the contract; the app registers exactly these (a test holds it to that). */
+export const contractRoutes: readonly RouteDef[] = Object.values(routes);
+
+/**
+ * Builds the web application (not listening). Order: framework settings → hooks (request id,
+ * auth, rate limits) → routes per domain → error and not-found handlers.
+ */
+export async function buildApp({ config, database, logger }: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+    requestIdHeader: false,
+    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy as boolean | string[], // a hop count works too; fastify's types omit it
+    return503OnClosing: true,
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  // Every response carries the request id, errors included.
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+  });
+
+  // A second router of the same routes answers "which methods does this path have" for 405.
+  const paths = FindMyWay();
+  app.addHook('onRoute', (r) => {
+    for (const m of [r.method].flat()) if (m !== 'HEAD') paths.on(m as 'GET', r.url, () => {});
+  });
+
+  await app.register(fastifyCookie);
+  const limiter = new RateLimiter();
+  registerAuthHook(app, { db: database.db, config, limiter });
+
+  registerHealthRoutes(app, { database, version: config.version });
+  registerMetaRoutes(app, { version: config.version, baseUrl: config.baseUrl, routeDefs: contractRoutes });
+  registerAuthRoutes(app, { db: database.db, config, limiter });
+
+  app.setErrorHandler(errorHandler(config.baseUrl));
+  app.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const allowed = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((m) => paths.find(m as 'GET', path));
+    if (allowed.length) {
+      return sendProblem(reply, config.baseUrl, 'method_not_allowed', `${request.method} is not allowed on ${path}; it accepts ${allowed.join(', ')}.`, {
+        headers: { Allow: allowed.join(', ') },
+      });
+    }
+    return sendProblem(reply, config.baseUrl, 'not_found', `No route ${request.method} ${path}.`);
+  });
+  return app;
+}

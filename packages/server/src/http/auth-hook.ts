@@ -1,0 +1,115 @@
+import { type Role, type RouteAuth, problemCodes, roleAtLeast } from '@surveyor/contract';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import { authenticateBearer, authenticateSession, keyGrants } from '../auth/auth.service.js';
+import type { Principal } from '../auth/principal.js';
+import { safeEqual } from '../auth/tokens.js';
+import type { Config } from '../config.js';
+import type { DB } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import { type RateLimiter, rateLimitHeaders } from './rate-limit.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: RouteAuth;
+    operationId?: string;
+    internal?: boolean;
+  }
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+}
+
+export const SESSION_COOKIE = 'surveyor_session';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function bearer(request: FastifyRequest): string | null {
+  const h = request.headers.authorization;
+  if (!h) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  return m ? m[1]! : '';
+}
+
+/**
+ * Authentication, rate limiting and authorisation, before the body is read: a caller without the
+ * right credential learns nothing about the body's validity. Order: credential → rate limit
+ * (per key, per daemon key, or per client address for anything without a valid credential) →
+ * 401 → scope/role (403) → CSRF for cookie-authenticated state changes (403 csrf_failed).
+ */
+export function registerAuthHook(app: FastifyInstance, deps: { db: Kysely<DB>; config: Config; limiter: RateLimiter }): void {
+  const { db, config, limiter } = deps;
+  app.decorateRequest('principal', null);
+
+  const limit = (request: FastifyRequest, bucket: string, max: number) => {
+    const v = limiter.hit(bucket, max);
+    const headers = rateLimitHeaders(v);
+    if (!v.allowed) throw new AppError('rate_limited', `Rate limit of ${max} requests a minute exceeded; retry in ${v.resetSeconds} s.`, { headers });
+    request.headersForReply = headers;
+  };
+  const anon = (request: FastifyRequest) => limit(request, `anon:${request.ip}`, config.rateLimits.anonPerMinute);
+
+  app.decorateRequest('headersForReply', null);
+  app.addHook('onSend', async (request, reply) => {
+    if (request.headersForReply) reply.headers(request.headersForReply);
+  });
+
+  app.addHook('onRequest', async (request) => {
+    const auth = request.routeOptions.config?.auth;
+    if (!auth || auth.kind === 'none') {
+      if (request.routeOptions.config?.operationId === 'getHealth') return; // never rate limited (decisions.md)
+      return anon(request);
+    }
+    if (auth.kind === 'session') return sessionAuth(request, auth.minRole);
+
+    const token = bearer(request);
+    const principal = token ? await authenticateBearer(db, token) : null;
+    const wanted = auth.kind === 'daemon' ? 'daemon' : 'apiKey';
+    if (!principal || principal.kind !== wanted) {
+      anon(request);
+      throw new AppError('unauthorized', token === null ? `This endpoint needs Authorization: Bearer <${auth.kind === 'daemon' ? 'daemon key' : 'API key'}>.` : 'The credential is unknown, revoked or expired, or is not valid for this endpoint.');
+    }
+    if (principal.kind === 'daemon') {
+      limit(request, `daemon:${principal.keyId}`, config.rateLimits.daemonPerMinute);
+      const daemonId = request.headers['x-daemon-id'];
+      if (auth.kind === 'daemon' && auth.daemonId) {
+        if (typeof daemonId !== 'string' || !UUID.test(daemonId)) throw new AppError('unauthorized', 'This daemon endpoint needs the X-Daemon-ID header returned by register.');
+        principal.daemonId = daemonId.toLowerCase();
+      }
+    } else {
+      limit(request, `key:${principal.keyId}`, config.rateLimits.keyPerMinute);
+      if (auth.kind === 'apiKey' && auth.scope && !keyGrants(principal, auth.scope)) {
+        throw new AppError('forbidden', principal.keyScopes.includes(auth.scope)
+          ? `The key's owner has role ${principal.role}, which no longer allows ${auth.scope}.`
+          : `The key does not hold the scope ${auth.scope}.`, { requiredScope: auth.scope });
+      }
+    }
+    request.principal = principal;
+  });
+
+  async function sessionAuth(request: FastifyRequest, minRole: Role | undefined) {
+    const token = request.cookies?.[SESSION_COOKIE];
+    const principal = token ? await authenticateSession(db, token) : null;
+    if (!principal) {
+      anon(request);
+      throw new AppError('unauthorized', 'Sign in first: this endpoint needs a session.');
+    }
+    limit(request, `user:${principal.userId}`, config.rateLimits.keyPerMinute);
+    if (minRole && !roleAtLeast(principal.role, minRole)) {
+      throw new AppError('forbidden', `This needs role ${minRole} or above; you are ${principal.role}.`, { requiredScope: `role:${minRole}` });
+    }
+    if (!SAFE_METHODS.has(request.method)) {
+      const sent = request.headers['x-csrf-token'];
+      if (typeof sent !== 'string' || !safeEqual(sent, principal.csrfToken)) {
+        throw new AppError('csrf_failed', `${problemCodes.csrf_failed.title}: send the session's csrfToken (from login or GET /api/v1/auth/me) as X-CSRF-Token.`);
+      }
+    }
+    request.principal = principal;
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    headersForReply: Record<string, string> | null;
+  }
+}

@@ -1,0 +1,57 @@
+import { pino, type DestinationStream, type Logger } from 'pino';
+
+/** Keys whose values never reach a log line, whatever their depth. */
+const SECRET_KEY = /pass(word|phrase)?|secret|token|authorization|cookie|api[-_]?key|credential|community|private[-_]?key/i;
+/** Tokens the service mints (svk_, svd_, svm_, svs_, svx_ session) and bearer values inside free text. */
+const SECRET_TEXT = /\b(sv[kdmsx]_[A-Za-z0-9_-]{8,})|(Bearer\s+)[^\s"',;]+/g;
+const REDACTED = '[redacted]';
+
+/** Returns a copy of `value` with secret-looking keys and token-looking strings replaced. Never throws. */
+export function redact(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return value.replace(SECRET_TEXT, (_m, _tok, bearer) => (bearer ? `${bearer}${REDACTED}` : REDACTED));
+  if (value === null || typeof value !== 'object' || depth > 8) return value;
+  if (value instanceof Error) {
+    const out: Record<string, unknown> = { type: value.name, message: redact(value.message, depth + 1), stack: redact(value.stack, depth + 1) };
+    for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? REDACTED : redact(v, depth + 1);
+    return out;
+  }
+  if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) && v != null && v !== '' ? REDACTED : redact(v, depth + 1);
+  return out;
+}
+
+/**
+ * The JSON logger of every process. Redaction runs on the merged object and on message strings,
+ * so a token pasted into a URL, an error message or a nested field is masked as well as a header.
+ */
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'surveyor' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: {
+        level: (label) => ({ level: label }),
+        log: (obj) => redact(obj) as Record<string, unknown>,
+      },
+      hooks: {
+        logMethod(args, method) {
+          method.apply(this, args.map((a) => (typeof a === 'string' ? (redact(a) as string) : a)) as Parameters<typeof method>);
+        },
+      },
+      serializers: {
+        // Method, path and client only: headers and bodies never reach a log line.
+        req: (r: { method?: string; url?: string; ip?: string; socket?: { remoteAddress?: string } }) => ({
+          method: r.method,
+          url: r.url,
+          remoteAddress: r.ip ?? r.socket?.remoteAddress,
+        }),
+        res: (r: { statusCode?: number }) => ({ statusCode: r.statusCode }),
+        err: (e: unknown) => redact(e),
+        error: (e: unknown) => redact(e),
+      },
+    },
+    destination,
+  );
+}

@@ -1,0 +1,55 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { bootstrapFirstOwner } from './admin/admin.service.js';
+import type { Config } from './config.js';
+import { resolveSecretKey } from './crypto/secrets.js';
+import { type Database, openDatabase } from './db/database.js';
+import { migrate } from './db/migrate.js';
+import { buildApp } from './http/app.js';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  database: Database;
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The web process: database → migrations → first-run owner (embedded database only) → app →
+ * listen. Returns once listening; `close` drains requests, then closes the database.
+ */
+export async function startServer(config: Config, logger: Logger, out: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<RunningServer> {
+  resolveSecretKey(config); // fail before listening when the key is missing or malformed
+  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.databaseUrl ? undefined : config.dataDir, poolMax: config.dbPoolMax, logger });
+  try {
+    await migrate(database, { logger });
+    if (database.kind === 'pglite') {
+      const first = await bootstrapFirstOwner(database.db);
+      if (first) {
+        out('');
+        out('  First run: created the organisation "Default" and its owner.');
+        out(`    email:    ${first.email}`);
+        out(`    password: ${first.password}   (shown once; change it after signing in)`);
+        out('');
+      }
+    }
+    const app = await buildApp({ config, database, logger });
+    await app.listen({ host: config.host, port: config.port });
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    const url = config.port === 0 ? config.baseUrl.replace(/:0$/, `:${port}`) : config.baseUrl;
+    out(`Surveyor ${config.version} listening on ${url} (database: ${database.kind === 'pglite' ? `embedded, ${config.dataDir}` : 'PostgreSQL'})`);
+    return {
+      app,
+      database,
+      url,
+      async close() {
+        await app.close();
+        await database.close();
+      },
+    };
+  } catch (e) {
+    await database.close();
+    throw e;
+  }
+}

@@ -1,0 +1,16 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  resolve: {
+    // Tests run the TypeScript sources of every workspace package, never a stale dist/.
+    alias: { '@surveyor/contract': fileURLToPath(new URL('./packages/contract/src/index.ts', import.meta.url)) },
+  },
+  test: {
+    include: ['packages/*/test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+    maxWorkers: 2,
+  },
+});
