@@ -79,7 +79,7 @@ function responses(r: RouteDef): Record<string, unknown> {
     add(413, 'Body too large (`payload_too_large`)');
     add(415, 'Body is not JSON (`unsupported_media_type`)');
   }
-  if (r.auth.kind !== 'none') add(429, 'Rate limited (`rate_limited`), with `Retry-After`');
+  if (r.rateLimited !== false) add(429, 'Rate limited (`rate_limited`), with `Retry-After`');
   add(500, 'Unexpected failure (`internal_error`)');
   return out;
 }

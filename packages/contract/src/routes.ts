@@ -32,6 +32,8 @@ export interface RouteDef {
   body?: z.ZodType;
   /** Status → body schema; `null` for an empty body. */
   response: Record<number, z.ZodType | null>;
+  /** False exempts the route from rate limits (health only, decisions.md). */
+  rateLimited?: boolean;
   /** Media type of the success body when it is not JSON. */
   produces?: string;
 }
@@ -51,6 +53,7 @@ export const routes = {
     description: 'No credential, never rate limited. 503 with `ok: false` when the database does not answer within 2 seconds. Used as the container health check.',
     tags: ['health'],
     auth: { kind: 'none' },
+    rateLimited: false,
     response: { 200: HealthResponse, 503: HealthResponse },
   }),
   getOpenApi: route({

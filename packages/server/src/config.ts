@@ -22,7 +22,7 @@ export const ConfigSchema = z
     SERVICE_DB_POOL_MAX: int(1, 1000).default(25).describe('Connections in the query pool of each process.'),
     SERVICE_JOBS_IN_WEB: bool.default(true).describe('Whether the web process also runs the scheduled jobs.'),
     SERVICE_VERSION: z.string().min(1).default('0.1.0-dev').describe('Release reported by /api/health.'),
-    SERVICE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    SERVICE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level of the JSON logs on stdout (secrets are always redacted).'),
     SERVICE_SECRET_KEY: z
       .string()
       .regex(/^(?:[0-9a-fA-F]{64}|[A-Za-z0-9+/]{43}=)$/, 'expected 32 bytes as 64 hex characters or base64')

@@ -16,13 +16,17 @@ export function redact(value: unknown, depth = 0): unknown {
     return out;
   }
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
+  // Class instances (a request, a Date) are left to their serializers, which redact themselves.
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return value;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) && v != null && v !== '' ? REDACTED : redact(v, depth + 1);
   return out;
 }
 
 /**
- * The JSON logger of every process. Redaction runs on the merged object and on message strings,
+ * The JSON logger of every process. Redaction runs on the merged object, on message strings and
+ * in the serializers (pino applies them after `formatters.log`),
  * so a token pasted into a URL, an error message or a nested field is masked as well as a header.
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
@@ -44,7 +48,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
         // Method, path and client only: headers and bodies never reach a log line.
         req: (r: { method?: string; url?: string; ip?: string; socket?: { remoteAddress?: string } }) => ({
           method: r.method,
-          url: r.url,
+          url: redact(r.url),
           remoteAddress: r.ip ?? r.socket?.remoteAddress,
         }),
         res: (r: { statusCode?: number }) => ({ statusCode: r.statusCode }),

@@ -42,6 +42,8 @@ export async function buildApp({ config, database, logger }: AppDeps): Promise<F
     trustProxy: config.trustProxy as boolean | string[], // a hop count works too; fastify's types omit it
     return503OnClosing: true,
   });
+  // Bodies are JSON only: anything else is 415 unsupported_media_type, not a string to validate.
+  app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 

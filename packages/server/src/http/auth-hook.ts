@@ -14,6 +14,7 @@ declare module 'fastify' {
     auth?: RouteAuth;
     operationId?: string;
     internal?: boolean;
+    rateLimited?: boolean;
   }
   interface FastifyRequest {
     principal: Principal | null;
@@ -57,7 +58,7 @@ export function registerAuthHook(app: FastifyInstance, deps: { db: Kysely<DB>; c
   app.addHook('onRequest', async (request) => {
     const auth = request.routeOptions.config?.auth;
     if (!auth || auth.kind === 'none') {
-      if (request.routeOptions.config?.operationId === 'getHealth') return; // never rate limited (decisions.md)
+      if (request.routeOptions.config?.rateLimited === false) return; // /api/health (decisions.md)
       return anon(request);
     }
     if (auth.kind === 'session') return sessionAuth(request, auth.minRole);

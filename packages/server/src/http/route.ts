@@ -30,7 +30,7 @@ export function addRoute<R extends RouteDef>(
       ...(def.body ? { body: def.body } : {}),
       response,
     },
-    config: { auth: def.auth, operationId: def.operationId, internal: def.internal ?? false },
+    config: { auth: def.auth, operationId: def.operationId, internal: def.internal ?? false, rateLimited: def.rateLimited ?? true },
     handler: handler as never,
   });
 }
