@@ -7,19 +7,14 @@ export function findKeyByHash(db: Kysely<DB>, tokenHash: string) {
     .selectFrom('keys as k')
     .leftJoin('memberships as m', (j) => j.onRef('m.organisation_id', '=', 'k.organisation_id').onRef('m.user_id', '=', 'k.user_id'))
     .leftJoin('users as u', 'u.id', 'k.user_id')
-    .select(['k.id', 'k.organisation_id', 'k.kind', 'k.scopes', 'k.user_id', 'k.expires_at', 'k.revoked_at', 'm.role', 'u.disabled_at'])
+    .select(['k.id', 'k.organisation_id', 'k.kind', 'k.scopes', 'k.user_id', 'k.expires_at', 'k.revoked_at', 'k.last_used_at', 'm.role', 'u.disabled_at'])
     .where('k.token_hash', '=', tokenHash)
     .executeTakeFirst();
 }
 
-/** Records use at most once a minute per key, so a busy key costs no write per request. */
+/** Records that a key was used. Callers skip it when the last record is under a minute old. */
 export async function touchKey(db: Kysely<DB>, id: string): Promise<void> {
-  await db
-    .updateTable('keys')
-    .set({ last_used_at: sql`now()` })
-    .where('id', '=', id)
-    .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', sql<Date>`now() - interval '1 minute'`)]))
-    .execute();
+  await db.updateTable('keys').set({ last_used_at: sql`now()` }).where('id', '=', id).execute();
 }
 
 /** A live session with its user and current role; undefined when expired, unknown or the membership is gone. */
@@ -34,6 +29,11 @@ export function findLiveSession(db: Kysely<DB>, tokenHash: string) {
     .where('s.expires_at', '>', sql<Date>`now()`)
     .where('u.disabled_at', 'is', null)
     .executeTakeFirst();
+}
+
+/** Removes a user's expired sessions (done at each sign-in, so the table does not grow without bound). */
+export async function deleteExpiredSessions(db: Kysely<DB>, userId: string): Promise<void> {
+  await db.deleteFrom('sessions').where('user_id', '=', userId).where('expires_at', '<=', sql<Date>`now()`).execute();
 }
 
 export async function insertSession(

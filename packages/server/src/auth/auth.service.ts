@@ -19,7 +19,8 @@ export async function authenticateBearer(db: Kysely<DB>, token: string): Promise
   if (!/^sv[kdms]_[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
   const row = await repo.findKeyByHash(db, hashToken(token));
   if (!row || row.revoked_at || (row.expires_at && row.expires_at.getTime() <= Date.now())) return null;
-  await repo.touchKey(db, row.id);
+  // At most one write a minute per key: a busy key costs no write per request.
+  if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) await repo.touchKey(db, row.id);
   if (row.kind === 'daemon') return { kind: 'daemon', organisationId: row.organisation_id, keyId: row.id, daemonId: null };
   if (!row.role || row.disabled_at || !row.user_id) return null;
   return {
@@ -75,6 +76,7 @@ export async function login(
   const token = mintToken('session');
   const csrfToken = randomBytes(32).toString('base64url');
   const created = await db.transaction().execute(async (trx) => {
+    await repo.deleteExpiredSessions(trx, user.id);
     const s = await repo.insertSession(trx, { tokenHash: hashToken(token), csrfToken, userId: user.id, organisationId: m.organisation_id, ttlHours: input.ttlHours });
     await recordAudit(trx, { type: 'session', userId: user.id, requestId: input.requestId }, { organisationId: m.organisation_id, action: 'auth.login', targetType: 'user', targetId: user.id });
     return s;
