@@ -3,7 +3,9 @@ import { z } from 'zod';
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { message: 'expected true or false' })
   .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
-const int = (min: number, max: number) => z.coerce.number({ message: 'expected an integer' }).int('expected an integer').min(min).max(max);
+/** Decimal digits only: a blank value, `0x50` or `1e3` is refused, never coerced. */
+const int = (min: number, max: number) =>
+  z.string().trim().regex(/^\d+$/, 'expected an integer').transform(Number).pipe(z.number().int().min(min).max(max));
 
 /** Every environment variable the service reads, parsed once at start. Nothing else reads `process.env`. */
 export const ConfigSchema = z

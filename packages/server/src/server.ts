@@ -19,9 +19,10 @@ export interface RunningServer {
  * listen. Returns once listening; `close` drains requests, then closes the database.
  */
 export async function startServer(config: Config, logger: Logger, out: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<RunningServer> {
-  resolveSecretKey(config); // fail before listening when the key is missing or malformed
+  if (config.databaseUrl) resolveSecretKey(config); // a missing key fails before anything opens
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.databaseUrl ? undefined : config.dataDir, poolMax: config.dbPoolMax, logger });
   try {
+    resolveSecretKey(config); // on PGlite it may create the key file: only under the data folder's lock
     await migrate(database, { logger });
     if (database.kind === 'pglite') {
       const first = await bootstrapFirstOwner(database.db);

@@ -22,7 +22,12 @@ export function resolveSecretKey(config: Config): Buffer {
   if (existsSync(file)) return parseKey(readFileSync(file, 'utf8'), file);
   mkdirSync(config.dataDir, { recursive: true });
   const key = randomBytes(32);
-  writeFileSync(file, `${key.toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    writeFileSync(file, `${key.toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return parseKey(readFileSync(file, 'utf8'), file); // another process won the race
+    throw e;
+  }
   chmodSync(file, 0o600);
   return key;
 }

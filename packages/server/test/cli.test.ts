@@ -1,0 +1,327 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../src/cli/main.js';
+import { ConfigSchema } from '../src/config.js';
+import { openDatabase } from '../src/db/database.js';
+import { loadMigrations } from '../src/db/migrate.js';
+import { PASSWORD, bearer, buildTestApp } from './helpers.js';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const bin = path.join(repoRoot, 'packages/server/bin/surveyor.js');
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const latest = loadMigrations().at(-1)!.version;
+
+let dataDir: string;
+beforeAll(() => {
+  dataDir = mkdtempSync(path.join(tmpdir(), 'surveyor-cli-'));
+});
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+interface Run {
+  code: number;
+  out: string[];
+  err: string[];
+}
+
+/** One in-process CLI invocation on the embedded database of this file's data folder. */
+async function cli(...argv: string[]): Promise<Run> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(argv, { out: (l) => out.push(l), err: (l) => err.push(l), env: { SERVICE_DATA_DIR: dataDir } });
+  return { code, out, err };
+}
+
+/** The single JSON document a successful `--json` invocation printed. */
+function json(r: Run): Record<string, unknown> {
+  expect(r.err).toEqual([]);
+  expect(r.code).toBe(0);
+  expect(r.out).toHaveLength(1);
+  return JSON.parse(r.out[0]!) as Record<string, unknown>;
+}
+
+/** A refusal: exit 2, nothing on stdout, exactly one line on stderr. */
+function refused(r: Run): string {
+  expect(r.code).toBe(2);
+  expect(r.out).toEqual([]);
+  expect(r.err).toHaveLength(1);
+  expect(r.err[0]).not.toContain('\n');
+  expect(r.err[0]).toMatch(/^surveyor: /);
+  return r.err[0]!;
+}
+
+// State shared by the sequence below (one embedded database per file).
+const orgA = { name: 'Acme Networks', id: '', ownerEmail: 'owner@acme.test', ownerId: '' };
+const orgB = { name: 'Globex', id: '', ownerEmail: 'owner@globex.test', ownerId: '' };
+const editorEmail = 'editor@acme.test';
+const viewerEmail = 'viewer@acme.test';
+let viewerId = '';
+let viewerKey = { id: '', token: '' };
+let raisedKey = { id: '', token: '' };
+let daemonKey = { id: '', token: '' };
+let processOrg = { organisationId: '', userId: '' };
+
+describe('surveyor migrate', () => {
+  it('--json on a fresh data folder prints the applied versions and the schema version', async () => {
+    expect(json(await cli('migrate', '--json'))).toEqual({ applied: loadMigrations().map((m) => m.version), version: latest });
+  });
+
+  it('--json a second time applies nothing', async () => {
+    expect(json(await cli('migrate', '--json'))).toEqual({ applied: [], version: latest });
+  });
+});
+
+describe('surveyor admin, in process', () => {
+  it('create-org with an owner password prints exactly {organisationId, userId}', async () => {
+    const r = json(await cli('admin', 'create-org', '--name', orgA.name, '--owner-email', orgA.ownerEmail, '--owner-password', PASSWORD, '--json'));
+    expect(Object.keys(r).sort()).toEqual(['organisationId', 'userId']);
+    expect(r.organisationId).toMatch(UUID);
+    expect(r.userId).toMatch(UUID);
+    orgA.id = r.organisationId as string;
+    orgA.ownerId = r.userId as string;
+  });
+
+  it('create-org without --owner-password returns a generated one-time password', async () => {
+    const r = json(await cli('admin', 'create-org', '--name', orgB.name, '--owner-email', orgB.ownerEmail, '--json'));
+    expect(Object.keys(r).sort()).toEqual(['generatedPassword', 'organisationId', 'userId']);
+    expect(r.organisationId).toMatch(UUID);
+    expect(r.userId).toMatch(UUID);
+    expect(r.organisationId).not.toBe(orgA.id);
+    expect(typeof r.generatedPassword).toBe('string');
+    expect((r.generatedPassword as string).length).toBeGreaterThanOrEqual(12);
+    orgB.id = r.organisationId as string;
+    orgB.ownerId = r.userId as string;
+  });
+
+  it('create-org refuses a second organisation with the same name', async () => {
+    const line = refused(await cli('admin', 'create-org', '--name', orgA.name.toUpperCase(), '--owner-email', 'other@acme.test', '--json'));
+    expect(line).toContain('duplicate');
+  });
+
+  it('create-user with --org given by name prints exactly {userId}', async () => {
+    const r = json(await cli('admin', 'create-user', '--org', orgA.name, '--email', editorEmail, '--role', 'editor', '--password', PASSWORD, '--json'));
+    expect(Object.keys(r)).toEqual(['userId']);
+    expect(r.userId).toMatch(UUID);
+    expect(r.userId).not.toBe(orgA.ownerId);
+  });
+
+  it('create-user for a user of another organisation returns the same userId and adds the membership', async () => {
+    const r = json(await cli('admin', 'create-user', '--org', orgB.id, '--email', orgA.ownerEmail, '--role', 'viewer', '--json'));
+    expect(r).toEqual({ userId: orgA.ownerId });
+    // The membership itself is checked in the database at the end of the file.
+  });
+
+  it('create-api-key prints {id, token, scopes} with an svk_ token', async () => {
+    const u = json(await cli('admin', 'create-user', '--org', orgA.id, '--email', viewerEmail, '--role', 'viewer', '--json'));
+    expect(u.userId).toMatch(UUID);
+    expect(typeof u.generatedPassword).toBe('string');
+    viewerId = u.userId as string;
+
+    const r = json(await cli('admin', 'create-api-key', '--org', orgA.name, '--user', viewerEmail, '--scopes', 'inventory:read,metrics:read', '--json'));
+    expect(Object.keys(r).sort()).toEqual(['id', 'scopes', 'token']);
+    expect(r.id).toMatch(UUID);
+    expect(r.token).toMatch(/^svk_[A-Za-z0-9_-]{40,}$/);
+    expect(r.scopes).toEqual(['inventory:read', 'metrics:read']);
+    viewerKey = { id: r.id as string, token: r.token as string };
+  });
+
+  it('create-api-key refuses a scope above the member\'s role with exit 2 and a one-line error naming the role', async () => {
+    const line = refused(await cli('admin', 'create-api-key', '--org', orgA.name, '--user', viewerEmail, '--scopes', 'inventory:write', '--json'));
+    expect(line).toContain('viewer');
+    expect(line).toContain('inventory:write');
+  });
+
+  it('create-daemon-key prints {id, token} with an svd_ token', async () => {
+    const r = json(await cli('admin', 'create-daemon-key', '--org', orgA.id, '--json'));
+    expect(Object.keys(r).sort()).toEqual(['id', 'token']);
+    expect(r.id).toMatch(UUID);
+    expect(r.token).toMatch(/^svd_[A-Za-z0-9_-]{40,}$/);
+    daemonKey = { id: r.id as string, token: r.token as string };
+  });
+
+  it('set-role raises a viewer to editor, who may then hold inventory:write', async () => {
+    const r = await cli('admin', 'set-role', '--org', orgA.name, '--user', viewerEmail, '--role', 'editor');
+    expect(r.code).toBe(0);
+    expect(r.err).toEqual([]);
+    expect(r.out).toEqual([`Role of ${viewerId}: viewer -> editor`]);
+
+    const k = json(await cli('admin', 'create-api-key', '--org', orgA.name, '--user', viewerEmail, '--scopes', 'inventory:write', '--name', 'raised', '--json'));
+    expect(k.scopes).toEqual(['inventory:write']);
+    expect(k.token).toMatch(/^svk_/);
+    raisedKey = { id: k.id as string, token: k.token as string };
+  });
+
+  it('revoke-key marks the key revoked, and revoking it again still answers', async () => {
+    expect(json(await cli('admin', 'revoke-key', '--id', viewerKey.id, '--json'))).toEqual({ id: viewerKey.id, revoked: true });
+    expect(json(await cli('admin', 'revoke-key', '--id', viewerKey.id, '--json'))).toEqual({ id: viewerKey.id, revoked: true });
+    // revoked_at, the audit row and the refused token are checked against the database below.
+  });
+});
+
+describe('surveyor with bad arguments exits 2 with one line on stderr', () => {
+  it('for an unknown command', async () => {
+    expect(refused(await cli('frobnicate'))).toContain('unknown command "frobnicate"');
+  });
+
+  it('for an unknown admin command', async () => {
+    expect(refused(await cli('admin', 'drop-everything'))).toContain('unknown admin command');
+  });
+
+  it('for an unknown flag', async () => {
+    expect(refused(await cli('admin', 'create-org', '--name', 'X', '--owner-email', 'x@x.test', '--colour', 'red'))).toContain('--colour');
+  });
+
+  it('for a missing required flag', async () => {
+    expect(refused(await cli('admin', 'create-org', '--name', 'X'))).toContain('--owner-email is required');
+  });
+
+  it('for a flag without its value', async () => {
+    expect(refused(await cli('admin', 'create-daemon-key', '--org', '--json'))).toContain('--org needs a value');
+  });
+
+  it('for --role superuser', async () => {
+    const line = refused(await cli('admin', 'create-user', '--org', orgA.name, '--email', 'nobody@acme.test', '--role', 'superuser'));
+    expect(line).toContain('role');
+  });
+
+  it('for --scopes nonsense', async () => {
+    const line = refused(await cli('admin', 'create-api-key', '--org', orgA.name, '--user', editorEmail, '--scopes', 'nonsense'));
+    expect(line).toContain('scopes');
+  });
+
+  it('for a non-UUID --id', async () => {
+    const line = refused(await cli('admin', 'revoke-key', '--id', 'not-a-uuid'));
+    expect(line).toContain('id');
+  });
+
+  it('for an organisation that does not exist', async () => {
+    expect(refused(await cli('admin', 'create-daemon-key', '--org', 'No Such Org'))).toContain('not_found');
+  });
+});
+
+describe('surveyor help and config', () => {
+  it('--help prints the usage and exits 0; no command at all exits 2', async () => {
+    const help = await cli('--help');
+    expect(help.code).toBe(0);
+    expect(help.out.join('\n')).toMatch(/^Usage: surveyor/);
+    const none = await cli();
+    expect(none.code).toBe(2);
+    expect(none.out.join('\n')).toMatch(/^Usage: surveyor/);
+  });
+
+  it('config --json lists every variable with its default and description', async () => {
+    const r = await cli('config', '--json');
+    expect(r.code).toBe(0);
+    expect(r.out).toHaveLength(1);
+    const vars = JSON.parse(r.out[0]!) as { name: string; default: unknown; description: string }[];
+    expect(vars.map((v) => v.name).sort()).toEqual(Object.keys(ConfigSchema.in.shape).sort());
+    expect(vars.find((v) => v.name === 'SERVICE_PORT')).toMatchObject({ default: 8080 });
+    expect(vars.find((v) => v.name === 'SERVICE_HOST')).toMatchObject({ default: '127.0.0.1' });
+    expect(vars.find((v) => v.name === 'DATABASE_URL')?.description).toMatch(/PostgreSQL/);
+    const human = await cli('config');
+    for (const name of Object.keys(ConfigSchema.in.shape)) expect(human.out.join('\n')).toContain(`${name}=`);
+  });
+});
+
+describe('surveyor as a real process', () => {
+  const run = (...argv: string[]) =>
+    spawnSync(process.execPath, [bin, ...argv], {
+      cwd: repoRoot,
+      env: { PATH: process.env.PATH ?? '', SERVICE_DATA_DIR: dataDir },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+
+  it('admin create-org --json prints the JSON document and exits 0', () => {
+    const r = run('admin', 'create-org', '--name', 'Initech', '--owner-email', 'owner@initech.test', '--owner-password', PASSWORD, '--json');
+    expect(r.error).toBeUndefined();
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    const doc = JSON.parse(lines[0]!) as typeof processOrg;
+    expect(Object.keys(doc).sort()).toEqual(['organisationId', 'userId']);
+    expect(doc.organisationId).toMatch(UUID);
+    expect(doc.userId).toMatch(UUID);
+    processOrg = doc;
+  });
+
+  it('exits 2 on bad arguments', () => {
+    const r = run('admin', 'create-org', '--name', 'X');
+    expect(r.status).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain('--owner-email is required');
+  });
+});
+
+describe('the data folder after the CLI calls', () => {
+  it('holds what the commands did, with an audit row by actor cli for each change', async () => {
+    const database = await openDatabase({ dataDir, poolMax: 1 });
+    const t = await buildTestApp({ testDb: { database, drop: () => database.close() } });
+    try {
+      const db = database.db;
+      // Organisations, including the one created by the real process.
+      const orgs = await db.selectFrom('organisations').select(['id', 'name']).orderBy('name').execute();
+      expect(orgs).toEqual(
+        expect.arrayContaining([
+          { id: orgA.id, name: orgA.name },
+          { id: orgB.id, name: orgB.name },
+          { id: processOrg.organisationId, name: 'Initech' },
+        ]),
+      );
+      expect(orgs).toHaveLength(3);
+
+      // The existing user was added to the second organisation, as viewer; the raised viewer is an editor.
+      const memberships = await db.selectFrom('memberships').select(['organisation_id', 'user_id', 'role']).execute();
+      expect(memberships).toContainEqual({ organisation_id: orgB.id, user_id: orgA.ownerId, role: 'viewer' });
+      expect(memberships).toContainEqual({ organisation_id: orgA.id, user_id: viewerId, role: 'editor' });
+      expect(await db.selectFrom('users').select('id').where('email', '=', 'nobody@acme.test').executeTakeFirst()).toBeUndefined();
+
+      // A generated password must be changed; a given one need not.
+      const users = await db.selectFrom('users').select(['email', 'must_change_password']).execute();
+      expect(users).toContainEqual({ email: orgB.ownerEmail, must_change_password: true });
+      expect(users).toContainEqual({ email: orgA.ownerEmail, must_change_password: false });
+
+      // Keys: the revoked one has revoked_at, the others do not.
+      const keys = await db.selectFrom('keys').select(['id', 'kind', 'revoked_at']).where('organisation_id', '=', orgA.id).execute();
+      expect(keys).toHaveLength(3); // the refused inventory:write key was never stored
+      expect(keys.find((k) => k.id === viewerKey.id)?.revoked_at).toBeInstanceOf(Date);
+      expect(keys.find((k) => k.id === raisedKey.id)?.revoked_at).toBeNull();
+      expect(keys.find((k) => k.id === daemonKey.id)).toMatchObject({ kind: 'daemon', revoked_at: null });
+
+      // Audit: every change by the CLI, nothing else, and nothing for refusals or the repeated revoke.
+      const audit = await db.selectFrom('audit_log').select(['organisation_id', 'actor_type', 'action', 'target_id']).execute();
+      expect(new Set(audit.map((a) => a.actor_type))).toEqual(new Set(['cli']));
+      const actions = audit.map((a) => `${a.organisation_id === orgA.id ? 'A' : a.organisation_id === orgB.id ? 'B' : 'P'} ${a.action} ${a.target_id}`).sort();
+      expect(actions).toEqual(
+        [
+          `A organisation.created ${orgA.id}`,
+          `B organisation.created ${orgB.id}`,
+          `P organisation.created ${processOrg.organisationId}`,
+          `A membership.created ${(await db.selectFrom('users').select('id').where('email', '=', editorEmail).executeTakeFirstOrThrow()).id}`,
+          `B membership.created ${orgA.ownerId}`,
+          `A membership.created ${viewerId}`,
+          `A key.created ${viewerKey.id}`,
+          `A key.created ${daemonKey.id}`,
+          `A membership.role_changed ${viewerId}`,
+          `A key.created ${raisedKey.id}`,
+          `A key.revoked ${viewerKey.id}`,
+        ].sort(),
+      );
+
+      // The revoked key no longer authenticates; the key minted after set-role holds inventory:write.
+      const revoked = await t.app.inject({ method: 'GET', url: '/api/v1/auth/key', headers: bearer(viewerKey.token) });
+      expect(revoked.statusCode).toBe(401);
+      const raised = await t.app.inject({ method: 'GET', url: '/api/v1/auth/key', headers: bearer(raisedKey.token) });
+      expect(raised.statusCode).toBe(200);
+      expect(raised.json()).toMatchObject({ id: raisedKey.id, organisationId: orgA.id, userId: viewerId, role: 'editor', effectiveScopes: ['inventory:write'] });
+    } finally {
+      await t.app.close();
+      await database.close();
+    }
+  });
+});
