@@ -3,3 +3,5 @@ export * from './auth.js';
 export * from './health.js';
 export * from './routes.js';
 export * from './openapi.js';
+export * from './net.js';
+export * from './inventory.js';

@@ -22,7 +22,7 @@ export async function startServer(config: Config, logger: Logger, out: (line: st
   if (config.databaseUrl) resolveSecretKey(config); // a missing key fails before anything opens
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.databaseUrl ? undefined : config.dataDir, poolMax: config.dbPoolMax, logger });
   try {
-    resolveSecretKey(config); // on PGlite it may create the key file: only under the data folder's lock
+    const secretKey = resolveSecretKey(config); // on PGlite it may create the key file: only under the data folder's lock
     await migrate(database, { logger });
     if (database.kind === 'pglite') {
       const first = await bootstrapFirstOwner(database.db);
@@ -34,7 +34,7 @@ export async function startServer(config: Config, logger: Logger, out: (line: st
         out('');
       }
     }
-    const app = await buildApp({ config, database, logger });
+    const app = await buildApp({ config, database, logger, secretKey });
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;

@@ -61,7 +61,7 @@ export async function buildTestApp(opts: { env?: Record<string, string>; testDb?
   const config = loadConfig({ SERVICE_LOG_LEVEL: 'info', SERVICE_BASE_URL: 'http://surveyor.test', ...opts.env });
   const logs: string[] = [];
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
-  const app = await buildApp({ config, database: testDb.database, logger });
+  const app = await buildApp({ config, database: testDb.database, logger, secretKey: randomBytes(32) });
   if (opts.ready !== false) await app.ready();
   return {
     app,

@@ -76,7 +76,181 @@ export interface SchemaMigrationsTable {
   applied_at: Timestamp;
 }
 
+type Seq = Generated<number>;
+type Created = ColumnType<Date, Date | string | undefined, never>;
+type TextArray = ColumnType<string[], string[] | undefined, string[]>;
+
+export interface SitesTable {
+  organisation_id: string;
+  id: Generated<string>;
+  seq: Seq;
+  code: string;
+  name: string;
+  description: string | null;
+  created_at: Created;
+  updated_at: Timestamp;
+}
+
+export interface NetworksTable {
+  organisation_id: string;
+  id: Generated<string>;
+  seq: Seq;
+  site_id: string | null;
+  name: string;
+  cidr: string;
+  exclude_cidrs: TextArray;
+  scan_interval_minutes: number | null;
+  top_ports_tcp: Generated<number>;
+  top_ports_udp: Generated<number>;
+  nmap_enabled: Generated<boolean>;
+  nmap_scripts: TextArray;
+  last_scan_at: NullableTimestamp;
+  created_at: Created;
+  updated_at: Timestamp;
+}
+
+export interface HostsTable {
+  organisation_id: string;
+  id: Generated<string>;
+  seq: Seq;
+  site_id: string | null;
+  fingerprint: string;
+  hostname: string | null;
+  fqdn: string | null;
+  vendor: string | null;
+  os: string | null;
+  device_type: string | null;
+  parent_host_id: string | null;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  created_at: Created;
+  updated_at: Timestamp;
+}
+
+export interface HostAddressesTable {
+  organisation_id: string;
+  host_id: string;
+  address: string;
+  mac: string | null;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+}
+
+export interface HostInterfacesTable {
+  organisation_id: string;
+  host_id: string;
+  name: string;
+  mac: string | null;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+}
+
+export interface ServicesTable {
+  organisation_id: string;
+  id: Generated<string>;
+  seq: Seq;
+  host_id: string;
+  address: string | null;
+  protocol: string;
+  port: number;
+  state: Generated<string>;
+  banner: string | null;
+  name: string | null;
+  product: string | null;
+  vendor: string | null;
+  version: string | null;
+  cpe: string | null;
+  signature_id: string | null;
+  signature_source: string | null;
+  confidence: number | null;
+  evidence: string | null;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  gone_at: NullableTimestamp;
+  created_at: Created;
+  updated_at: Timestamp;
+}
+
+export interface CertificatesTable {
+  organisation_id: string;
+  id: Generated<string>;
+  seq: Seq;
+  host_id: string;
+  address: string | null;
+  port: number | null;
+  subject: string;
+  issuer: string;
+  not_before: Timestamp;
+  not_after: Timestamp;
+  sha256: string;
+  chain_pem: TextArray;
+  trust_status: string;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  created_at: Created;
+  updated_at: Timestamp;
+}
+
+export interface VulnerabilitiesTable {
+  organisation_id: string;
+  id: Generated<string>;
+  seq: Seq;
+  service_id: string;
+  host_id: string;
+  cve_id: string;
+  title: string | null;
+  severity: string;
+  /** numeric(3,1): read as text by both drivers. */
+  cvss: ColumnType<string | null, number | string | null | undefined, number | string | null>;
+  state: Generated<string>;
+  note: string | null;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  state_changed_at: Timestamp;
+  resolved_at: NullableTimestamp;
+  created_at: Created;
+  updated_at: Timestamp;
+}
+
+export interface SnapshotsTable {
+  organisation_id: string;
+  id: Generated<string>;
+  seq: Seq;
+  site_id: string | null;
+  reason: string;
+  stats: ColumnType<Record<string, number>, string, string>;
+  captured_at: Timestamp;
+  capture_day: ColumnType<Date, string | undefined, never>;
+  created_by_key_id: string | null;
+  created_at: Created;
+}
+
+export interface TopologiesTable {
+  organisation_id: string;
+  id: Generated<string>;
+  seq: Seq;
+  site_id: string | null;
+  kind: string;
+  status: Generated<string>;
+  name: string;
+  node_count: Generated<number>;
+  edge_count: Generated<number>;
+  built_at: NullableTimestamp;
+  created_at: Created;
+  updated_at: Timestamp;
+}
+
 export interface DB {
+  sites: SitesTable;
+  networks: NetworksTable;
+  hosts: HostsTable;
+  host_addresses: HostAddressesTable;
+  host_interfaces: HostInterfacesTable;
+  services: ServicesTable;
+  certificates: CertificatesTable;
+  vulnerabilities: VulnerabilitiesTable;
+  snapshots: SnapshotsTable;
+  topologies: TopologiesTable;
   organisations: OrganisationsTable;
   users: UsersTable;
   memberships: MembershipsTable;

@@ -9,6 +9,8 @@ import { registerAuthRoutes } from '../auth/auth.routes.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { registerHealthRoutes } from '../health/health.routes.js';
+import { CursorCodec } from '../inventory/cursor.js';
+import { registerInventoryRoutes } from '../inventory/inventory.routes.js';
 import { registerAuthHook } from './auth-hook.js';
 import { registerMetaRoutes } from './meta.routes.js';
 import { errorHandler, sendProblem } from './problems.js';
@@ -18,6 +20,8 @@ export interface AppDeps {
   config: Config;
   database: Database;
   logger: Logger;
+  /** SERVICE_SECRET_KEY (or the generated one): signs cursors, encrypts stored secrets. */
+  secretKey: Buffer;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
@@ -29,7 +33,7 @@ export const contractRoutes: readonly RouteDef[] = Object.values(routes);
  * Builds the web application (not listening). Order: framework settings → hooks (request id,
  * auth, rate limits) → routes per domain → error and not-found handlers.
  */
-export async function buildApp({ config, database, logger }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({ config, database, logger, secretKey }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     genReqId: (req) => {
@@ -65,6 +69,7 @@ export async function buildApp({ config, database, logger }: AppDeps): Promise<F
   registerHealthRoutes(app, { database, version: config.version });
   registerMetaRoutes(app, { version: config.version, baseUrl: config.baseUrl, routeDefs: contractRoutes });
   registerAuthRoutes(app, { db: database.db, config, limiter });
+  registerInventoryRoutes(app, { db: database.db, cursors: new CursorCodec(secretKey) });
 
   app.setErrorHandler(errorHandler(config.baseUrl));
   app.setNotFoundHandler(async (request, reply) => {

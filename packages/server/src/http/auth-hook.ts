@@ -15,6 +15,9 @@ declare module 'fastify' {
     operationId?: string;
     internal?: boolean;
     rateLimited?: boolean;
+    collection?: boolean;
+    /** The query parameters the route accepts, named in unknown_parameter refusals. */
+    queryParams?: string[];
   }
   interface FastifyRequest {
     principal: Principal | null;

@@ -45,6 +45,10 @@ export function errorHandler(baseUrl: string) {
     }
     if (hasZodFastifySchemaValidationErrors(error)) {
       const where = (error as unknown as { validationContext?: string }).validationContext ?? 'body';
+      const accepted = request.routeOptions.config?.queryParams;
+      if (where === 'querystring' && request.routeOptions.config?.collection && accepted) {
+        return sendCollectionQueryProblem(reply, baseUrl, error.validation, accepted);
+      }
       const issues = error.validation.map((v) => ({
         path: [where === 'querystring' ? 'query' : where, ...String(v.instancePath ?? '').split('/').filter(Boolean)].join('.'),
         message: v.message ?? 'invalid',
@@ -70,6 +74,29 @@ export function errorHandler(baseUrl: string) {
     if (status === 503 || isDatabaseUnavailable(error)) return sendProblem(reply, baseUrl, 'service_unavailable', 'A dependency is unavailable; try again shortly.');
     return sendProblem(reply, baseUrl, 'internal_error', 'An unexpected error occurred. Quote the requestId when reporting it.');
   };
+}
+
+type ValidationIssue = { keyword: string; instancePath?: string; message?: string; params?: Record<string, unknown> };
+
+/**
+ * Collection query refusals (spec 4.1, decisions.md): an unknown parameter → unknown_parameter
+ * naming the accepted ones; anything wrong with limit → limit_out_of_range; a bad cursor →
+ * invalid_cursor; a bad filter value (search shorter than 2 included) → invalid_filter.
+ */
+function sendCollectionQueryProblem(reply: FastifyReply, baseUrl: string, validation: ValidationIssue[], accepted: string[]) {
+  const field = (v: ValidationIssue) => String(v.instancePath ?? '').split('/').filter(Boolean)[0] ?? '';
+  const issues = validation.map((v) => ({ path: ['query', field(v)].filter(Boolean).join('.'), message: v.message ?? 'invalid' }));
+  const unknown = validation.filter((v) => v.keyword === 'unrecognized_keys').flatMap((v) => (v.params?.keys as string[] | undefined) ?? []);
+  if (unknown.length) {
+    return sendProblem(reply, baseUrl, 'unknown_parameter', `Unknown query parameter${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; accepted: ${accepted.join(', ')}.`, {
+      issues: unknown.map((k) => ({ path: `query.${k}`, message: 'unknown parameter' })),
+      acceptedParameters: accepted,
+    });
+  }
+  const bad = validation.find((v) => field(v) === 'limit');
+  if (bad) return sendProblem(reply, baseUrl, 'limit_out_of_range', `limit must be an integer from 1 to 500: ${bad.message ?? 'invalid'}.`, { issues });
+  if (validation.some((v) => field(v) === 'cursor')) return sendProblem(reply, baseUrl, 'invalid_cursor', 'The cursor is malformed.', { issues });
+  return sendProblem(reply, baseUrl, 'invalid_filter', `Invalid filter value: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}.`, { issues });
 }
 
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);

@@ -30,7 +30,7 @@ export function addRoute<R extends RouteDef>(
       ...(def.body ? { body: def.body } : {}),
       response,
     },
-    config: { auth: def.auth, operationId: def.operationId, internal: def.internal ?? false, rateLimited: def.rateLimited ?? true },
+    config: { auth: def.auth, operationId: def.operationId, internal: def.internal ?? false, rateLimited: def.rateLimited ?? true, collection: def.collection ?? false, queryParams: def.querystring ? Object.keys(def.querystring.shape) : [] },
     handler: handler as never,
   });
 }

@@ -1,0 +1,264 @@
+import { z } from 'zod';
+import { Timestamp, Uuid } from './common.js';
+import { parseCidr, parseIp } from './net.js';
+
+// ---------------------------------------------------------------------------------------------
+// Enumerations (decisions.md)
+
+export const vulnerabilityStates = ['open', 'acknowledged', 'resolved', 'false_positive'] as const;
+export const VulnerabilityState = z.enum(vulnerabilityStates);
+export type VulnerabilityState = z.infer<typeof VulnerabilityState>;
+
+export const severities = ['critical', 'high', 'medium', 'low', 'none'] as const;
+export const Severity = z.enum(severities);
+
+export const trustStatuses = ['trusted', 'expired', 'not_yet_valid', 'self_signed', 'untrusted'] as const;
+export const TrustStatus = z.enum(trustStatuses);
+
+export const snapshotReasons = ['scheduled', 'manual', 'pre_change', 'post_change', 'audit'] as const;
+export const SnapshotReason = z.enum(snapshotReasons);
+
+export const topologyKinds = ['network', 'application'] as const;
+export const TopologyKind = z.enum(topologyKinds);
+export const topologyStatuses = ['pending', 'ready', 'stale', 'failed'] as const;
+export const TopologyStatus = z.enum(topologyStatuses);
+
+export const PortProtocol = z.enum(['tcp', 'udp', 'sctp']);
+
+/** Moves a PATCH may make (decisions.md, "Vulnerability transitions"). */
+export const vulnerabilityPatchMoves: Record<VulnerabilityState, VulnerabilityState[]> = {
+  open: ['acknowledged', 'false_positive'],
+  acknowledged: ['open', 'false_positive'],
+  false_positive: ['open'],
+  resolved: [],
+};
+
+// ---------------------------------------------------------------------------------------------
+// Addresses
+
+export const IpAddress = z.string().refine((s) => parseIp(s) !== null, 'expected an IPv4 or IPv6 address');
+
+/** A CIDR whose host bits are zero: refused, never truncated (spec 2.3). */
+export const Cidr = z
+  .string()
+  .superRefine((s, ctx) => {
+    const c = parseCidr(s);
+    if (!c) ctx.addIssue({ code: 'custom', message: 'expected a CIDR such as 10.0.0.0/16 or 2001:db8::/48' });
+    else if (!c.hostBitsZero) ctx.addIssue({ code: 'custom', message: `host bits are set below the /${c.prefix} prefix; did you mean the network address?` });
+  })
+  .describe('CIDR (IPv4 or IPv6); every bit below the prefix must be zero.');
+
+// ---------------------------------------------------------------------------------------------
+// Collection items
+
+export const Site = z.object({
+  id: Uuid,
+  code: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const NmapSettings = z.object({
+  enabled: z.boolean(),
+  scripts: z.array(z.enum(['default', 'safe', 'version', 'vuln'])).describe('nmap script categories; `external` is always excluded.'),
+});
+
+export const Network = z.object({
+  id: Uuid,
+  siteId: Uuid.nullable(),
+  name: z.string(),
+  cidr: z.string(),
+  family: z.union([z.literal(4), z.literal(6)]),
+  excludeCidrs: z.array(z.string()),
+  scanIntervalMinutes: z.number().int().nullable().describe('Null: never scanned on a schedule.'),
+  topPortsTcp: z.number().int(),
+  topPortsUdp: z.number().int(),
+  nmap: NmapSettings,
+  lastScanAt: Timestamp.nullable(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const Host = z.object({
+  id: Uuid,
+  siteId: Uuid.nullable(),
+  hostname: z.string().nullable(),
+  fqdn: z.string().nullable(),
+  addresses: z.array(z.string()).describe('IPv4 and IPv6 addresses, sorted.'),
+  macs: z.array(z.string()).describe('MAC addresses of its interfaces, lower-case colon form.'),
+  vendor: z.string().nullable(),
+  os: z.string().nullable(),
+  deviceType: z.string().nullable(),
+  parentHostId: Uuid.nullable(),
+  openPortCount: z.number().int(),
+  firstSeenAt: Timestamp,
+  lastSeenAt: Timestamp,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const Service = z.object({
+  id: Uuid,
+  hostId: Uuid,
+  address: z.string().nullable(),
+  port: z.number().int(),
+  protocol: PortProtocol,
+  state: z.enum(['open', 'closed', 'filtered']),
+  name: z.string().nullable(),
+  product: z.string().nullable(),
+  vendor: z.string().nullable(),
+  version: z.string().nullable(),
+  cpe: z.string().nullable().describe('CPE 2.3'),
+  banner: z.string().nullable(),
+  signatureId: z.string().nullable(),
+  signatureSource: z.enum(['core', 'custom', 'nmap']).nullable(),
+  confidence: z.number().int().nullable(),
+  firstSeenAt: Timestamp,
+  lastSeenAt: Timestamp,
+  goneAt: Timestamp.nullable().describe('When a completed scan no longer found it.'),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const Certificate = z.object({
+  id: Uuid,
+  hostId: Uuid,
+  address: z.string().nullable(),
+  port: z.number().int().nullable(),
+  subject: z.string(),
+  issuer: z.string(),
+  notBefore: Timestamp,
+  notAfter: Timestamp,
+  fingerprint: z.string().describe('SHA-256 of the leaf certificate, hex.'),
+  trustStatus: TrustStatus,
+  firstSeenAt: Timestamp,
+  lastSeenAt: Timestamp,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const Vulnerability = z.object({
+  id: Uuid,
+  serviceId: Uuid,
+  hostId: Uuid,
+  cveId: z.string(),
+  title: z.string().nullable(),
+  severity: Severity,
+  cvss: z.number().nullable(),
+  state: VulnerabilityState,
+  note: z.string().nullable(),
+  firstSeenAt: Timestamp,
+  lastSeenAt: Timestamp,
+  stateChangedAt: Timestamp,
+  resolvedAt: Timestamp.nullable(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const SnapshotStats = z.object({
+  hosts: z.number().int(),
+  addresses: z.number().int(),
+  services: z.number().int(),
+  networks: z.number().int(),
+  sites: z.number().int(),
+  certificates: z.number().int(),
+  vulnerabilities: z.number().int(),
+  topologies: z.number().int(),
+});
+
+export const Snapshot = z.object({
+  id: Uuid,
+  siteId: Uuid.nullable(),
+  reason: SnapshotReason,
+  stats: SnapshotStats.describe('Row count per entity type at the moment of capture, read in one consistent snapshot.'),
+  capturedAt: Timestamp,
+  createdAt: Timestamp,
+});
+
+export const Topology = z.object({
+  id: Uuid,
+  siteId: Uuid.nullable(),
+  kind: TopologyKind,
+  status: TopologyStatus,
+  name: z.string(),
+  nodeCount: z.number().int(),
+  edgeCount: z.number().int(),
+  builtAt: Timestamp.nullable(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+// ---------------------------------------------------------------------------------------------
+// Collection queries (spec 2.2, 4.1). Strict: an unknown parameter is refused, naming these.
+
+const limit = z.coerce.number().int().min(1).max(500).default(50).describe('Page size, 1 to 500 (default 50). Out of range is refused, not clamped.');
+const cursor = z.string().min(1).max(512).optional().describe('`nextCursor` of the previous page.');
+const page = { limit, cursor };
+
+export const listQueries = {
+  hosts: z.strictObject({
+    ...page,
+    siteId: Uuid.optional(),
+    search: z
+      .string()
+      .trim()
+      .min(2, 'search needs at least 2 characters')
+      .max(255)
+      .optional()
+      .describe('At least 2 characters. A UUID matches the host id; an IPv4/IPv6 address or CIDR matches by address; anything else matches hostname or FQDN (case-insensitive prefix).'),
+  }),
+  services: z.strictObject({ ...page, hostId: Uuid.optional() }),
+  networks: z.strictObject({ ...page, siteId: Uuid.optional() }),
+  sites: z.strictObject({ ...page }),
+  certificates: z.strictObject({ ...page, hostId: Uuid.optional(), trustStatus: TrustStatus.optional() }),
+  vulnerabilities: z.strictObject({ ...page, serviceId: Uuid.optional(), state: VulnerabilityState.optional(), severity: Severity.optional() }),
+  snapshots: z.strictObject({ ...page, siteId: Uuid.optional(), reason: SnapshotReason.optional() }),
+  topologies: z.strictObject({ ...page, siteId: Uuid.optional(), kind: TopologyKind.optional(), status: TopologyStatus.optional() }),
+};
+export type CollectionName = keyof typeof listQueries;
+
+export const collectionItems = {
+  hosts: Host,
+  services: Service,
+  networks: Network,
+  sites: Site,
+  certificates: Certificate,
+  vulnerabilities: Vulnerability,
+  snapshots: Snapshot,
+  topologies: Topology,
+} as const satisfies Record<CollectionName, z.ZodType>;
+
+/** The collection envelope, the same for all eight (spec 2.1). */
+export function Page<T extends z.ZodType>(item: T) {
+  return z.object({
+    data: z.array(item),
+    nextCursor: z.string().nullable().describe('Null on the last page.'),
+    hasMore: z.boolean(),
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writes (spec 4.3, decisions.md). Strict: an unknown field, organisationId included, is refused.
+
+export const CreateNetworkRequest = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+  cidr: Cidr,
+  siteId: Uuid.optional(),
+  scanIntervalMinutes: z.number().int().min(15).max(10080).optional().describe('15 to 10080; absent: never scheduled.'),
+  excludeCidrs: z.array(Cidr).max(256).optional(),
+  topPortsTcp: z.number().int().min(0).max(65535).optional().describe('Default 1000.'),
+  topPortsUdp: z.number().int().min(0).max(65535).optional().describe('Default 0.'),
+  nmap: z.strictObject({ enabled: z.boolean(), scripts: NmapSettings.shape.scripts.default([]) }).optional(),
+});
+
+export const PatchVulnerabilityRequest = z.strictObject({
+  state: VulnerabilityState,
+  note: z.string().max(2000).optional(),
+});
+
+export const CreateSnapshotRequest = z.strictObject({
+  reason: SnapshotReason.refine((r) => r !== 'scheduled', 'reason "scheduled" is reserved for the daily job').default('manual'),
+  siteId: Uuid.optional().describe('Count only this site\'s inventory; absent: the whole organisation.'),
+});

@@ -1,0 +1,197 @@
+import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+
+export interface PageArgs {
+  organisationId: string;
+  /** Rows strictly after this position (0: from the start). */
+  after: number;
+  /** Rows to fetch: the page size plus one, to learn whether more follow. */
+  take: number;
+}
+
+/** Keyset page on (organisation_id, seq): the same index range scan at any depth. */
+function keyset<T extends keyof DB & string, O>(q: SelectQueryBuilder<DB, T, O>, table: T, p: PageArgs) {
+  const ref = (c: string) => sql.ref(`${table}.${c}`);
+  return q
+    .where(sql<boolean>`${ref('organisation_id')} = ${p.organisationId}`)
+    .where(sql<boolean>`${ref('seq')} > ${p.after}`)
+    .orderBy(sql`${ref('seq')}`)
+    .limit(p.take);
+}
+
+export function listSites(db: Kysely<DB>, p: PageArgs) {
+  return keyset(db.selectFrom('sites').selectAll(), 'sites', p).execute();
+}
+
+export function listNetworks(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined }) {
+  let q = db
+    .selectFrom('networks')
+    .selectAll()
+    .select([sql<number>`family(cidr)`.as('family'), sql<string[]>`exclude_cidrs::text[]`.as('exclude_cidrs_text'), sql<string>`cidr::text`.as('cidr_text')]);
+  if (f.siteId) q = q.where('site_id', '=', f.siteId);
+  return keyset(q, 'networks', p).execute();
+}
+
+/** How a host search term is matched (spec 2.3). */
+export type HostSearch = { kind: 'id'; id: string } | { kind: 'address'; address: string } | { kind: 'cidr'; cidr: string } | { kind: 'name'; prefix: string };
+
+export function listHosts(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; search?: HostSearch | undefined }) {
+  let q = db
+    .selectFrom('hosts')
+    .selectAll()
+    .select([
+      sql<string[]>`array(select host(a.address) from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id order by a.address)`.as('addresses'),
+      sql<string[]>`array(select distinct m.mac::text from (
+          select mac from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id
+          union all select mac from host_interfaces i where i.organisation_id = hosts.organisation_id and i.host_id = hosts.id
+        ) m where m.mac is not null order by 1)`.as('macs'),
+      sql<number>`(select count(*)::int from services s where s.organisation_id = hosts.organisation_id and s.host_id = hosts.id and s.state = 'open' and s.gone_at is null)`.as('open_port_count'),
+    ]);
+  if (f.siteId) q = q.where('site_id', '=', f.siteId);
+  const s = f.search;
+  if (s?.kind === 'id') q = q.where('id', '=', s.id);
+  else if (s?.kind === 'address' || s?.kind === 'cidr') {
+    const match = s.kind === 'address' ? sql<boolean>`a.address = ${s.address}::inet` : sql<boolean>`a.address <<= network(${s.cidr}::inet)`;
+    q = q.where('id', 'in', (eb) =>
+      eb.selectFrom('host_addresses as a').select('a.host_id').where('a.organisation_id', '=', p.organisationId).where(match),
+    );
+  } else if (s?.kind === 'name') {
+    const pattern = `${s.prefix.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    q = q.where((eb) => eb.or([eb(sql`lower(hostname)`, 'like', pattern), eb(sql`lower(fqdn)`, 'like', pattern)]));
+  }
+  return keyset(q, 'hosts', p).execute();
+}
+
+export function listServices(db: Kysely<DB>, p: PageArgs, f: { hostId?: string | undefined }) {
+  let q = db.selectFrom('services').selectAll().select(sql<string | null>`host(address)`.as('address_text'));
+  if (f.hostId) q = q.where('host_id', '=', f.hostId);
+  return keyset(q, 'services', p).execute();
+}
+
+export function listCertificates(db: Kysely<DB>, p: PageArgs, f: { hostId?: string | undefined; trustStatus?: string | undefined }) {
+  let q = db.selectFrom('certificates').selectAll().select(sql<string | null>`host(address)`.as('address_text'));
+  if (f.hostId) q = q.where('host_id', '=', f.hostId);
+  if (f.trustStatus) q = q.where('trust_status', '=', f.trustStatus);
+  return keyset(q, 'certificates', p).execute();
+}
+
+export function listVulnerabilities(db: Kysely<DB>, p: PageArgs, f: { serviceId?: string | undefined; state?: string | undefined; severity?: string | undefined }) {
+  let q = db.selectFrom('vulnerabilities').selectAll();
+  if (f.serviceId) q = q.where('service_id', '=', f.serviceId);
+  if (f.state) q = q.where('state', '=', f.state);
+  if (f.severity) q = q.where('severity', '=', f.severity);
+  return keyset(q, 'vulnerabilities', p).execute();
+}
+
+export function listSnapshots(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; reason?: string | undefined }) {
+  let q = db.selectFrom('snapshots').selectAll();
+  if (f.siteId) q = q.where('site_id', '=', f.siteId);
+  if (f.reason) q = q.where('reason', '=', f.reason);
+  return keyset(q, 'snapshots', p).execute();
+}
+
+export function listTopologies(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; kind?: string | undefined; status?: string | undefined }) {
+  let q = db.selectFrom('topologies').selectAll();
+  if (f.siteId) q = q.where('site_id', '=', f.siteId);
+  if (f.kind) q = q.where('kind', '=', f.kind);
+  if (f.status) q = q.where('status', '=', f.status);
+  return keyset(q, 'topologies', p).execute();
+}
+
+// --- writes -----------------------------------------------------------------------------------
+
+export function findSite(db: Kysely<DB>, organisationId: string, id: string) {
+  return db.selectFrom('sites').select('id').where('organisation_id', '=', organisationId).where('id', '=', id).executeTakeFirst();
+}
+
+/** Inserts a network; returns undefined when the organisation already has that CIDR. */
+export async function insertNetwork(
+  db: Kysely<DB>,
+  n: { organisationId: string; siteId: string | null; name: string; cidr: string; excludeCidrs: string[]; scanIntervalMinutes: number | null; topPortsTcp: number; topPortsUdp: number; nmapEnabled: boolean; nmapScripts: string[] },
+) {
+  const row = await db
+    .insertInto('networks')
+    .values({
+      organisation_id: n.organisationId,
+      site_id: n.siteId,
+      name: n.name,
+      cidr: n.cidr,
+      exclude_cidrs: sql<string[]>`${n.excludeCidrs}::cidr[]` as unknown as string[],
+      scan_interval_minutes: n.scanIntervalMinutes,
+      top_ports_tcp: n.topPortsTcp,
+      top_ports_udp: n.topPortsUdp,
+      nmap_enabled: n.nmapEnabled,
+      nmap_scripts: n.nmapScripts,
+    })
+    .onConflict((oc) => oc.columns(['organisation_id', 'cidr']).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return row?.id;
+}
+
+export function findNetwork(db: Kysely<DB>, organisationId: string, id: string) {
+  return db
+    .selectFrom('networks')
+    .selectAll()
+    .select([sql<number>`family(cidr)`.as('family'), sql<string[]>`exclude_cidrs::text[]`.as('exclude_cidrs_text'), sql<string>`cidr::text`.as('cidr_text')])
+    .where('organisation_id', '=', organisationId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** The vulnerability, locked for update in the caller's transaction. */
+export function lockVulnerability(db: Kysely<DB>, organisationId: string, id: string) {
+  return db.selectFrom('vulnerabilities').selectAll().where('organisation_id', '=', organisationId).where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+export function updateVulnerabilityState(db: Kysely<DB>, organisationId: string, id: string, state: string, note: string | null | undefined) {
+  return db
+    .updateTable('vulnerabilities')
+    .set({
+      state,
+      ...(note !== undefined ? { note } : {}),
+      state_changed_at: sql`now()`,
+      updated_at: sql`now()`,
+      resolved_at: state === 'resolved' ? sql`now()` : null,
+    })
+    .where('organisation_id', '=', organisationId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export function updateVulnerabilityNote(db: Kysely<DB>, organisationId: string, id: string, note: string | null) {
+  return db
+    .updateTable('vulnerabilities')
+    .set({ note, updated_at: sql`now()` })
+    .where('organisation_id', '=', organisationId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Row counts per entity type, optionally of one site. Run it in a REPEATABLE READ transaction for one consistent read. */
+export async function countInventory(db: Kysely<DB>, organisationId: string, siteId: string | null) {
+  const site = siteId ? sql`and h.site_id = ${siteId}` : sql``;
+  const siteOf = (col: string) => (siteId ? sql`and ${sql.ref(col)} = ${siteId}` : sql``);
+  const r = await sql<Record<string, number>>`
+    select
+      (select count(*)::int from hosts h where h.organisation_id = ${organisationId} ${site}) as hosts,
+      (select count(*)::int from host_addresses a join hosts h on h.organisation_id = a.organisation_id and h.id = a.host_id where a.organisation_id = ${organisationId} ${site}) as addresses,
+      (select count(*)::int from services s join hosts h on h.organisation_id = s.organisation_id and h.id = s.host_id where s.organisation_id = ${organisationId} and s.gone_at is null ${site}) as services,
+      (select count(*)::int from networks n where n.organisation_id = ${organisationId} ${siteOf('n.site_id')}) as networks,
+      (select count(*)::int from sites st where st.organisation_id = ${organisationId} ${siteOf('st.id')}) as sites,
+      (select count(*)::int from certificates c join hosts h on h.organisation_id = c.organisation_id and h.id = c.host_id where c.organisation_id = ${organisationId} ${site}) as certificates,
+      (select count(*)::int from vulnerabilities v join hosts h on h.organisation_id = v.organisation_id and h.id = v.host_id where v.organisation_id = ${organisationId} ${site}) as vulnerabilities,
+      (select count(*)::int from topologies t where t.organisation_id = ${organisationId} ${siteOf('t.site_id')}) as topologies
+  `.execute(db);
+  return r.rows[0]!;
+}
+
+export function insertSnapshot(db: Kysely<DB>, s: { organisationId: string; siteId: string | null; reason: string; stats: Record<string, number>; keyId: string | null }) {
+  return db
+    .insertInto('snapshots')
+    .values({ organisation_id: s.organisationId, site_id: s.siteId, reason: s.reason, stats: JSON.stringify(s.stats), created_by_key_id: s.keyId })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}

@@ -1,0 +1,41 @@
+import { type CollectionName, routes } from '@surveyor/contract';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Actor } from '../audit/audit.repo.js';
+import type { DB } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import { addRoute } from '../http/route.js';
+import type { CursorCodec } from './cursor.js';
+import * as inventory from './inventory.service.js';
+
+/** The acting API key (and through it the user), for audit rows. */
+function keyActor(request: FastifyRequest): Actor & { organisationId: string } {
+  const p = request.principal;
+  if (p?.kind !== 'apiKey') throw new AppError('unauthorized', 'This endpoint needs an API key.');
+  return { type: 'key', keyId: p.keyId, userId: p.userId, requestId: request.id, organisationId: p.organisationId };
+}
+
+const collections = {
+  hosts: routes.listHosts,
+  services: routes.listServices,
+  networks: routes.listNetworks,
+  sites: routes.listSites,
+  certificates: routes.listCertificates,
+  vulnerabilities: routes.listVulnerabilities,
+  snapshots: routes.listSnapshots,
+  topologies: routes.listTopologies,
+} as const;
+
+/** The eight collection reads and the inventory writes (spec 4.1, 4.3). */
+export function registerInventoryRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; cursors: CursorCodec }): void {
+  const { db, cursors } = deps;
+  for (const [name, def] of Object.entries(collections) as [CollectionName, (typeof collections)[CollectionName]][]) {
+    addRoute(app, def, async (request) => inventory.listCollection(db, cursors, keyActor(request).organisationId, name, request.query as never));
+  }
+
+  addRoute(app, routes.createNetwork, async (request, reply) => reply.code(201).send(await inventory.createNetwork(db, keyActor(request), request.body)));
+
+  addRoute(app, routes.patchVulnerability, async (request) => inventory.patchVulnerability(db, keyActor(request), request.params.id, request.body));
+
+  addRoute(app, routes.createSnapshot, async (request, reply) => reply.code(201).send(await inventory.createSnapshot(db, keyActor(request), request.body)));
+}

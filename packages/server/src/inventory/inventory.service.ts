@@ -1,0 +1,241 @@
+import { type CollectionName, type VulnerabilityState, listQueries, parseCidr, parseIp, vulnerabilityPatchMoves } from '@surveyor/contract';
+import type { Kysely } from 'kysely';
+import type { z } from 'zod';
+import { type Actor, recordAudit } from '../audit/audit.repo.js';
+import type { DB } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import type { CursorCodec } from './cursor.js';
+import * as repo from './inventory.repo.js';
+
+const iso = (d: Date) => d.toISOString();
+const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+type Row<F extends (...a: never[]) => Promise<unknown[]>> = Awaited<ReturnType<F>>[number];
+
+const toSite = (r: Row<typeof repo.listSites>) => ({
+  id: r.id, code: r.code, name: r.name, description: r.description, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
+});
+
+export const toNetwork = (r: Row<typeof repo.listNetworks>) => ({
+  id: r.id,
+  siteId: r.site_id,
+  name: r.name,
+  cidr: r.cidr_text,
+  family: r.family as 4 | 6,
+  excludeCidrs: r.exclude_cidrs_text,
+  scanIntervalMinutes: r.scan_interval_minutes,
+  topPortsTcp: r.top_ports_tcp,
+  topPortsUdp: r.top_ports_udp,
+  nmap: { enabled: r.nmap_enabled, scripts: r.nmap_scripts as ('default' | 'safe' | 'version' | 'vuln')[] },
+  lastScanAt: isoOrNull(r.last_scan_at),
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+
+const toHost = (r: Row<typeof repo.listHosts>) => ({
+  id: r.id,
+  siteId: r.site_id,
+  hostname: r.hostname,
+  fqdn: r.fqdn,
+  addresses: r.addresses,
+  macs: r.macs,
+  vendor: r.vendor,
+  os: r.os,
+  deviceType: r.device_type,
+  parentHostId: r.parent_host_id,
+  openPortCount: r.open_port_count,
+  firstSeenAt: iso(r.first_seen_at),
+  lastSeenAt: iso(r.last_seen_at),
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+
+const toService = (r: Row<typeof repo.listServices>) => ({
+  id: r.id,
+  hostId: r.host_id,
+  address: r.address_text,
+  port: r.port,
+  protocol: r.protocol as 'tcp' | 'udp' | 'sctp',
+  state: r.state as 'open' | 'closed' | 'filtered',
+  name: r.name,
+  product: r.product,
+  vendor: r.vendor,
+  version: r.version,
+  cpe: r.cpe,
+  banner: r.banner,
+  signatureId: r.signature_id,
+  signatureSource: r.signature_source as 'core' | 'custom' | 'nmap' | null,
+  confidence: r.confidence,
+  firstSeenAt: iso(r.first_seen_at),
+  lastSeenAt: iso(r.last_seen_at),
+  goneAt: isoOrNull(r.gone_at),
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+
+const toCertificate = (r: Row<typeof repo.listCertificates>) => ({
+  id: r.id,
+  hostId: r.host_id,
+  address: r.address_text,
+  port: r.port,
+  subject: r.subject,
+  issuer: r.issuer,
+  notBefore: iso(r.not_before),
+  notAfter: iso(r.not_after),
+  fingerprint: r.sha256,
+  trustStatus: r.trust_status as 'trusted',
+  firstSeenAt: iso(r.first_seen_at),
+  lastSeenAt: iso(r.last_seen_at),
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+
+export const toVulnerability = (r: Row<typeof repo.listVulnerabilities>) => ({
+  id: r.id,
+  serviceId: r.service_id,
+  hostId: r.host_id,
+  cveId: r.cve_id,
+  title: r.title,
+  severity: r.severity as 'critical',
+  cvss: r.cvss === null ? null : Number(r.cvss),
+  state: r.state as VulnerabilityState,
+  note: r.note,
+  firstSeenAt: iso(r.first_seen_at),
+  lastSeenAt: iso(r.last_seen_at),
+  stateChangedAt: iso(r.state_changed_at),
+  resolvedAt: isoOrNull(r.resolved_at),
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+
+const STAT_KEYS = ['hosts', 'addresses', 'services', 'networks', 'sites', 'certificates', 'vulnerabilities', 'topologies'] as const;
+
+export const toSnapshot = (r: Row<typeof repo.listSnapshots>) => ({
+  id: r.id,
+  siteId: r.site_id,
+  reason: r.reason as 'manual',
+  stats: Object.fromEntries(STAT_KEYS.map((k) => [k, Number(r.stats[k] ?? 0)])) as Record<(typeof STAT_KEYS)[number], number>,
+  capturedAt: iso(r.captured_at),
+  createdAt: iso(r.created_at),
+});
+
+const toTopology = (r: Row<typeof repo.listTopologies>) => ({
+  id: r.id,
+  siteId: r.site_id,
+  kind: r.kind as 'network' | 'application',
+  status: r.status as 'pending',
+  name: r.name,
+  nodeCount: r.node_count,
+  edgeCount: r.edge_count,
+  builtAt: isoOrNull(r.built_at),
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+});
+
+/** Classifies a host search term (spec 2.3): UUID → id, address → address, CIDR → containment, else name prefix. */
+export function classifySearch(term: string): repo.HostSearch {
+  if (UUID.test(term)) return { kind: 'id', id: term.toLowerCase() };
+  if (parseIp(term)) return { kind: 'address', address: term };
+  if (parseCidr(term)) return { kind: 'cidr', cidr: term }; // host bits may be set: the search uses its network
+  return { kind: 'name', prefix: term };
+}
+
+type Query<N extends CollectionName> = z.output<(typeof listQueries)[N]>;
+
+const listers: { [N in CollectionName]: (db: Kysely<DB>, p: repo.PageArgs, q: Query<N>) => Promise<{ seq: number; item: unknown }[]> } = {
+  sites: async (db, p) => (await repo.listSites(db, p)).map((r) => ({ seq: r.seq, item: toSite(r) })),
+  networks: async (db, p, q) => (await repo.listNetworks(db, p, q)).map((r) => ({ seq: r.seq, item: toNetwork(r) })),
+  hosts: async (db, p, q) =>
+    (await repo.listHosts(db, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search) })).map((r) => ({ seq: r.seq, item: toHost(r) })),
+  services: async (db, p, q) => (await repo.listServices(db, p, q)).map((r) => ({ seq: r.seq, item: toService(r) })),
+  certificates: async (db, p, q) => (await repo.listCertificates(db, p, q)).map((r) => ({ seq: r.seq, item: toCertificate(r) })),
+  vulnerabilities: async (db, p, q) => (await repo.listVulnerabilities(db, p, q)).map((r) => ({ seq: r.seq, item: toVulnerability(r) })),
+  snapshots: async (db, p, q) => (await repo.listSnapshots(db, p, q)).map((r) => ({ seq: r.seq, item: toSnapshot(r) })),
+  topologies: async (db, p, q) => (await repo.listTopologies(db, p, q)).map((r) => ({ seq: r.seq, item: toTopology(r) })),
+};
+
+/** One page of a collection: `limit` rows after the cursor, and the cursor of the next page when more follow. */
+export async function listCollection<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>) {
+  const { limit, cursor, ...filters } = query as Query<N> & { limit: number; cursor?: string };
+  const after = cursor ? cursors.decode(organisationId, name, filters, cursor) : 0;
+  const rows = await listers[name](db, { organisationId, after, take: limit + 1 }, query);
+  const hasMore = rows.length > limit;
+  const pageRows = hasMore ? rows.slice(0, limit) : rows;
+  return {
+    data: pageRows.map((r) => r.item),
+    nextCursor: hasMore ? cursors.encode(organisationId, name, filters, pageRows.at(-1)!.seq) : null,
+    hasMore,
+  };
+}
+
+// --- writes -----------------------------------------------------------------------------------
+
+/** Adds a network. 404 for a site of another organisation, 409 duplicate for a CIDR it already has. */
+export async function createNetwork(
+  db: Kysely<DB>,
+  actor: Actor & { organisationId: string },
+  input: { name: string; cidr: string; siteId?: string | undefined; scanIntervalMinutes?: number | undefined; excludeCidrs?: string[] | undefined; topPortsTcp?: number | undefined; topPortsUdp?: number | undefined; nmap?: { enabled: boolean; scripts: string[] } | undefined },
+) {
+  return db.transaction().execute(async (trx) => {
+    if (input.siteId && !(await repo.findSite(trx, actor.organisationId, input.siteId))) throw new AppError('not_found', `No site ${input.siteId}.`);
+    const id = await repo.insertNetwork(trx, {
+      organisationId: actor.organisationId,
+      siteId: input.siteId ?? null,
+      name: input.name,
+      cidr: input.cidr,
+      excludeCidrs: input.excludeCidrs ?? [],
+      scanIntervalMinutes: input.scanIntervalMinutes ?? null,
+      topPortsTcp: input.topPortsTcp ?? 1000,
+      topPortsUdp: input.topPortsUdp ?? 0,
+      nmapEnabled: input.nmap?.enabled ?? false,
+      nmapScripts: [...new Set(input.nmap?.scripts ?? [])],
+    });
+    if (!id) throw new AppError('duplicate', `The organisation already has a network ${input.cidr}.`);
+    const network = toNetwork((await repo.findNetwork(trx, actor.organisationId, id))!);
+    await recordAudit(trx, actor, { organisationId: actor.organisationId, action: 'network.created', targetType: 'network', targetId: id, changes: { after: network } });
+    return network;
+  });
+}
+
+/** Moves a vulnerability through the PATCH state machine (decisions.md); same state is a no-op. */
+export async function patchVulnerability(db: Kysely<DB>, actor: Actor & { organisationId: string }, id: string, input: { state: VulnerabilityState; note?: string | undefined }) {
+  return db.transaction().execute(async (trx) => {
+    const current = await repo.lockVulnerability(trx, actor.organisationId, id);
+    if (!current) throw new AppError('not_found', `No vulnerability ${id}.`);
+    const from = current.state as VulnerabilityState;
+    if (from === input.state && (input.note === undefined || input.note === current.note)) return toVulnerability(current);
+    const allowed = vulnerabilityPatchMoves[from];
+    if (from !== input.state && !allowed.includes(input.state)) {
+      throw new AppError(
+        'invalid_transition',
+        `A vulnerability in state ${from} cannot move to ${input.state}; allowed: ${allowed.length ? allowed.join(', ') : 'none (only the matcher reopens a resolved finding)'}.`,
+        { currentState: from, allowedStates: allowed },
+      );
+    }
+    const updated = from === input.state ? await repo.updateVulnerabilityNote(trx, actor.organisationId, id, input.note ?? null) : await repo.updateVulnerabilityState(trx, actor.organisationId, id, input.state, input.note);
+    await recordAudit(trx, actor, {
+      organisationId: actor.organisationId,
+      action: 'vulnerability.updated',
+      targetType: 'vulnerability',
+      targetId: id,
+      changes: { state: { from, to: input.state }, ...(input.note !== undefined ? { note: { from: current.note, to: input.note } } : {}) },
+    });
+    return toVulnerability(updated);
+  });
+}
+
+/** Takes a snapshot; its stats come from one consistent (REPEATABLE READ) read. */
+export async function createSnapshot(db: Kysely<DB>, actor: Actor & { organisationId: string }, input: { reason: string; siteId?: string | undefined }) {
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      if (input.siteId && !(await repo.findSite(trx, actor.organisationId, input.siteId))) throw new AppError('not_found', `No site ${input.siteId}.`);
+      const stats = await repo.countInventory(trx, actor.organisationId, input.siteId ?? null);
+      const row = await repo.insertSnapshot(trx, { organisationId: actor.organisationId, siteId: input.siteId ?? null, reason: input.reason, stats, keyId: actor.keyId ?? null });
+      const snapshot = toSnapshot(row);
+      await recordAudit(trx, actor, { organisationId: actor.organisationId, action: 'snapshot.created', targetType: 'snapshot', targetId: row.id, changes: { reason: input.reason, siteId: input.siteId ?? null, stats } });
+      return snapshot;
+    });
+}
