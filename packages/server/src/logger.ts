@@ -12,9 +12,13 @@ export function redact(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== 'object' || depth > 8) return value;
   if (value instanceof Error) {
     const out: Record<string, unknown> = { type: value.name, message: redact(value.message, depth + 1), stack: redact(value.stack, depth + 1) };
-    for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? REDACTED : redact(v, depth + 1);
+    for (const [k, v] of Object.entries(value)) {
+      // Raw bytes (Node's rawPacket of a bad request) may hold headers: never logged.
+      out[k] = SECRET_KEY.test(k) ? REDACTED : Buffer.isBuffer(v) || v instanceof Uint8Array ? `[${v.length} bytes omitted]` : redact(v, depth + 1);
+    }
     return out;
   }
+  if (Buffer.isBuffer(value) || value instanceof Uint8Array) return `[${value.length} bytes omitted]`;
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
   // Class instances (a request, a Date) are left to their serializers, which redact themselves.
   const proto = Object.getPrototypeOf(value);

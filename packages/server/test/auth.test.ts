@@ -311,6 +311,83 @@ describe('browser sessions', () => {
   });
 });
 
+describe('session edge cases', () => {
+  let t: TestApp;
+  let org: SeededOrg;
+  beforeAll(async () => {
+    t = await appWithProbes({ SERVICE_RATE_LIMIT_LOGIN_PER_MINUTE: '1000' });
+    org = await seedOrg(t.database);
+  });
+  afterAll(() => t.close());
+
+  it('does not accept a session cookie, even with its CSRF token, where an API key is needed', async () => {
+    const s = await login(t.app, org.ownerEmail);
+    const res = await t.app.inject({ method: 'POST', url: '/test/write', headers: { cookie: s.cookie, 'x-csrf-token': s.csrfToken } });
+    expect(res.statusCode).toBe(401);
+    expect(res.json().code).toBe('unauthorized');
+  });
+
+  it('refuses the CSRF token of another session', async () => {
+    const mine = await login(t.app, org.ownerEmail);
+    const theirs = await login(t.app, org.ownerEmail);
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { cookie: mine.cookie, 'x-csrf-token': theirs.csrfToken } });
+    expect(res.statusCode).toBe(403);
+    expect(res.json().code).toBe('csrf_failed');
+  });
+
+  it('refuses an expired session with 401', async () => {
+    const s = await login(t.app, org.ownerEmail);
+    await sql`update sessions set expires_at = now() - interval '1 second' where user_id = ${org.ownerId}`.execute(t.database.db);
+    expect((await t.app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: { cookie: s.cookie } })).statusCode).toBe(401);
+  });
+
+  it('reads the session role on every request: lowering it closes the admin surface at once', async () => {
+    const m = await seedMemberWithKey(t.database, org, 'admin', ['inventory:read']);
+    const s = await login(t.app, m.email);
+    const headers = { cookie: s.cookie, 'x-csrf-token': s.csrfToken };
+    expect((await t.app.inject({ method: 'POST', url: '/test/admin', headers })).statusCode).toBe(200);
+    await admin.setRole(t.database.db, { type: 'cli' }, { org: org.organisationId, userEmail: m.email, role: 'editor' });
+    const refused = await t.app.inject({ method: 'POST', url: '/test/admin', headers });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json()).toMatchObject({ code: 'forbidden', requiredScope: 'role:admin' });
+  });
+
+  it('keeps a one-time password session to me, logout and the password change until the password is changed', async () => {
+    const { userId, generatedPassword } = await admin.createUser(t.database.db, { type: 'cli' }, { org: org.organisationId, email: 'first@owner.test', role: 'owner' });
+    expect(generatedPassword).toBeDefined();
+    const s = await login(t.app, 'first@owner.test', generatedPassword!);
+    expect(s.body.user).toMatchObject({ id: userId, mustChangePassword: true });
+    const headers = { cookie: s.cookie, 'x-csrf-token': s.csrfToken };
+    const blocked = await t.app.inject({ method: 'POST', url: '/api/v1/auth/keys', headers, payload: { name: 'k', scopes: ['inventory:read'] } });
+    expect(blocked.statusCode).toBe(403);
+    expect(blocked.json().code).toBe('forbidden');
+    expect((await t.app.inject({ method: 'GET', url: '/api/v1/auth/me', headers })).statusCode).toBe(200);
+    const changed = await t.app.inject({ method: 'POST', url: '/api/v1/auth/password', headers, payload: { currentPassword: generatedPassword, newPassword: 'now a real passphrase' } });
+    expect(changed.statusCode).toBe(204);
+    expect((await t.app.inject({ method: 'POST', url: '/api/v1/auth/keys', headers, payload: { name: 'k', scopes: ['inventory:read'] } })).statusCode).toBe(201);
+  });
+});
+
+describe('key kinds', () => {
+  let t: TestApp;
+  let org: SeededOrg;
+  beforeAll(async () => {
+    t = await buildTestApp();
+    org = await seedOrg(t.database);
+  });
+  afterAll(() => t.close());
+
+  it('mints a metrics key holding metrics:read only, and a SCIM token holding scim:manage only', async () => {
+    const metrics = await admin.createApiKey(t.database.db, { type: 'cli' }, { org: org.organisationId, userEmail: org.ownerEmail, scopes: ['metrics:read'], kind: 'metrics' });
+    expect(metrics.token).toMatch(/^svm_/);
+    const scim = await admin.createApiKey(t.database.db, { type: 'cli' }, { org: org.organisationId, userEmail: org.ownerEmail, scopes: ['scim:manage'], kind: 'scim' });
+    expect(scim.token).toMatch(/^svs_/);
+    for (const [kind, scopes] of [['metrics', ['metrics:read', 'inventory:write']], ['scim', ['inventory:read']], ['metrics', ['scan:run']]] as const) {
+      await expect(admin.createApiKey(t.database.db, { type: 'cli' }, { org: org.organisationId, userEmail: org.ownerEmail, scopes: [...scopes], kind })).rejects.toMatchObject({ code: 'validation_failed' });
+    }
+  });
+});
+
 describe('login rate limit', () => {
   it('refuses sign-in attempts over the per-address limit with 429 rate_limited, right password included', async () => {
     const t = await buildTestApp({ env: { SERVICE_RATE_LIMIT_LOGIN_PER_MINUTE: '3' } });

@@ -1,3 +1,4 @@
+import net, { type AddressInfo } from 'node:net';
 import { problemCodes } from '@surveyor/contract';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +12,37 @@ function expectProblem(res: { statusCode: number; headers: Record<string, unknow
   expect(body.requestId).toBe(res.headers['x-request-id']);
   return body;
 }
+
+describe('an HTTP request Node cannot parse', () => {
+  it('gets a problem, and the log keeps no byte of it (it may carry a credential)', async () => {
+    const t = await buildTestApp({ env: { SERVICE_LOG_LEVEL: 'trace' }, ready: false });
+    try {
+      await t.app.listen({ host: '127.0.0.1', port: 0 });
+      const port = (t.app.server.address() as AddressInfo).port;
+      const secret = 'svk_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG';
+      const response = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1', () => {
+          socket.write(`GET /api/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${secret}\r\nBad Header Line\r\n\r\n`);
+        });
+        let data = '';
+        socket.on('data', (d) => (data += d));
+        socket.on('end', () => resolve(data));
+        socket.on('error', reject);
+      });
+      expect(response).toMatch(/^HTTP\/1\.1 400/);
+      expect(response).toMatch(/application\/problem\+json/);
+      expect(response).toMatch(/X-Request-Id: [0-9a-f-]{36}/);
+      expect(response).toContain('"code":"validation_failed"');
+      await new Promise((r) => setTimeout(r, 50));
+      const log = t.logs.join('');
+      expect(log).toContain('unparseable HTTP request');
+      expect(log).not.toContain(secret);
+      expect(log).not.toContain('rawPacket":{"type":"Buffer"');
+    } finally {
+      await t.close();
+    }
+  });
+});
 
 describe('problem details (spec 7)', () => {
   let t: TestApp;
@@ -76,6 +108,12 @@ describe('problem details (spec 7)', () => {
     }
     // The operator still finds the cause in the log, under the request id.
     expect(t.logs.join('\n')).toContain('no_such_table_xyz');
+  });
+
+  it('answers an unparseable URL with a problem and a request id', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/%zz' });
+    const body = expectProblem(res, 400, 'validation_failed');
+    expect(body.detail).toMatch(/malformed/);
   });
 
   it('keeps a valid incoming X-Request-Id and replaces an invalid one', async () => {

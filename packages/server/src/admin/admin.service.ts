@@ -13,6 +13,7 @@ import * as repo from './admin.repo.js';
 
 const Email = z.email().max(320).transform((e) => e.toLowerCase());
 const Name = z.string().trim().min(1).max(200);
+const OrgName = Name.refine((n) => !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(n), 'a name may not look like an id');
 const Password = z.string().min(12, 'at least 12 characters').max(1024);
 
 function parse<T>(schema: z.ZodType<T>, value: unknown, field: string): T {
@@ -40,28 +41,43 @@ export async function createOrganisation(
   actor: Actor,
   input: { name: string; ownerEmail: string; ownerPassword?: string | undefined; mustChangePassword?: boolean },
 ): Promise<{ organisationId: string; userId: string; generatedPassword?: string }> {
-  const name = parse(Name, input.name, 'name');
+  const name = parse(OrgName, input.name, 'name');
   const email = parse(Email, input.ownerEmail, 'owner-email');
   const password = input.ownerPassword === undefined ? undefined : parse(Password, input.ownerPassword, 'owner-password');
-  return db.transaction().execute(async (trx) => {
-    if (await repo.findOrganisation(trx, name)) throw new AppError('duplicate', `An organisation named ${JSON.stringify(name)} exists.`);
-    const org = await repo.insertOrganisation(trx, name);
-    const { userId, generatedPassword } = await ensureUser(trx, email, password, input.mustChangePassword ?? false);
-    await repo.insertMembership(trx, org.id, userId, 'owner');
-    await recordAudit(trx, actor, { organisationId: org.id, action: 'organisation.created', targetType: 'organisation', targetId: org.id, changes: { name, ownerUserId: userId } });
-    return { organisationId: org.id, userId, ...(generatedPassword ? { generatedPassword } : {}) };
-  });
+  const credential = await newCredential(password);
+  try {
+    return await db.transaction().execute(async (trx) => {
+      if (await repo.findOrganisation(trx, name)) throw new AppError('duplicate', `An organisation named ${JSON.stringify(name)} exists.`);
+      const org = await repo.insertOrganisation(trx, name);
+      const { userId, generatedPassword } = await ensureUser(trx, email, password !== undefined, credential, input.mustChangePassword ?? false);
+      await repo.insertMembership(trx, org.id, userId, 'owner');
+      await recordAudit(trx, actor, { organisationId: org.id, action: 'organisation.created', targetType: 'organisation', targetId: org.id, changes: { name, ownerUserId: userId } });
+      return { organisationId: org.id, userId, ...(generatedPassword ? { generatedPassword } : {}) };
+    });
+  } catch (e) {
+    // Two concurrent creations of one name: the loser meets the unique index.
+    if ((e as { code?: string }).code === '23505') throw new AppError('duplicate', `An organisation named ${JSON.stringify(name)} exists.`);
+    throw e;
+  }
 }
 
-async function ensureUser(trx: Kysely<DB>, email: string, password: string | undefined, mustChange: boolean) {
+/**
+ * The password (given or generated) and its hash, computed before any transaction: scrypt takes
+ * a while, and on PGlite a transaction holds the only connection.
+ */
+async function newCredential(password: string | undefined) {
+  const generated = password === undefined ? generatePassword() : undefined;
+  return { generated, hash: await hashPassword(password ?? generated!) };
+}
+
+async function ensureUser(trx: Kysely<DB>, email: string, passwordGiven: boolean, credential: { generated?: string | undefined; hash: string }, mustChange: boolean) {
   const existing = await authRepo.findUserByEmail(trx, email);
   if (existing) {
-    if (password !== undefined) throw new AppError('duplicate', `${email} already exists; its password is not changed here.`);
+    if (passwordGiven) throw new AppError('duplicate', `${email} already exists; its password is not changed here.`);
     return { userId: existing.id, generatedPassword: undefined };
   }
-  const generatedPassword = password === undefined ? generatePassword() : undefined;
-  const user = await repo.insertUser(trx, { email, passwordHash: await hashPassword(password ?? generatedPassword!), mustChangePassword: mustChange || generatedPassword !== undefined });
-  return { userId: user.id, generatedPassword };
+  const user = await repo.insertUser(trx, { email, passwordHash: credential.hash, mustChangePassword: mustChange || credential.generated !== undefined });
+  return { userId: user.id, generatedPassword: credential.generated };
 }
 
 /** Adds a user (new, or existing and added) to an organisation with a role. */
@@ -73,9 +89,10 @@ export async function createUser(
   const email = parse(Email, input.email, 'email');
   const role = parse(Role, input.role, 'role');
   const password = input.password === undefined ? undefined : parse(Password, input.password, 'password');
+  const credential = await newCredential(password);
   return db.transaction().execute(async (trx) => {
     const org = await organisationOrThrow(trx, input.org);
-    const { userId, generatedPassword } = await ensureUser(trx, email, password, false);
+    const { userId, generatedPassword } = await ensureUser(trx, email, password !== undefined, credential, false);
     if (await repo.findMembership(trx, org.id, userId)) throw new AppError('duplicate', `${email} is already a member; use set-role to change the role.`);
     await repo.insertMembership(trx, org.id, userId, role);
     await recordAudit(trx, actor, { organisationId: org.id, action: 'membership.created', targetType: 'user', targetId: userId, changes: { email, role } });

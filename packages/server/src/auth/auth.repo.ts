@@ -24,7 +24,7 @@ export function findLiveSession(db: Kysely<DB>, tokenHash: string) {
     .innerJoin('users as u', 'u.id', 's.user_id')
     .innerJoin('memberships as m', (j) => j.onRef('m.organisation_id', '=', 's.organisation_id').onRef('m.user_id', '=', 's.user_id'))
     .innerJoin('organisations as o', 'o.id', 's.organisation_id')
-    .select(['s.id', 's.user_id', 's.organisation_id', 's.csrf_token', 's.expires_at', 'u.email', 'u.must_change_password', 'm.role', 'o.name as organisation_name'])
+    .select(['s.id', 's.user_id', 's.organisation_id', 's.csrf_token', 's.expires_at', 's.last_seen_at', 'u.email', 'u.must_change_password', 'm.role', 'o.name as organisation_name'])
     .where('s.token_hash', '=', tokenHash)
     .where('s.expires_at', '>', sql<Date>`now()`)
     .where('u.disabled_at', 'is', null)
@@ -34,6 +34,10 @@ export function findLiveSession(db: Kysely<DB>, tokenHash: string) {
 /** Removes a user's expired sessions (done at each sign-in, so the table does not grow without bound). */
 export async function deleteExpiredSessions(db: Kysely<DB>, userId: string): Promise<void> {
   await db.deleteFrom('sessions').where('user_id', '=', userId).where('expires_at', '<=', sql<Date>`now()`).execute();
+}
+
+export async function touchSession(db: Kysely<DB>, id: string): Promise<void> {
+  await db.updateTable('sessions').set({ last_seen_at: sql`now()` }).where('id', '=', id).execute();
 }
 
 export async function insertSession(

@@ -19,10 +19,11 @@ export async function authenticateBearer(db: Kysely<DB>, token: string): Promise
   if (!/^sv[kdms]_[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
   const row = await repo.findKeyByHash(db, hashToken(token));
   if (!row || row.revoked_at || (row.expires_at && row.expires_at.getTime() <= Date.now())) return null;
+  if (row.kind !== 'daemon' && (!row.role || row.disabled_at || !row.user_id)) return null;
   // At most one write a minute per key: a busy key costs no write per request.
   if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) await repo.touchKey(db, row.id);
   if (row.kind === 'daemon') return { kind: 'daemon', organisationId: row.organisation_id, keyId: row.id, daemonId: null };
-  if (!row.role || row.disabled_at || !row.user_id) return null;
+  if (!row.role || !row.user_id) return null;
   return {
     kind: 'apiKey',
     organisationId: row.organisation_id,
@@ -43,6 +44,7 @@ export async function authenticateSession(db: Kysely<DB>, token: string): Promis
   if (!/^svx_[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
   const s = await repo.findLiveSession(db, hashToken(token));
   if (!s) return null;
+  if (Date.now() - s.last_seen_at.getTime() > 60_000) await repo.touchSession(db, s.id);
   return {
     kind: 'session',
     organisationId: s.organisation_id,

@@ -9,6 +9,9 @@ import { displayPrefix, hashToken, mintToken } from './tokens.js';
 
 type UserKeyKind = 'api' | 'metrics' | 'scim';
 
+/** A metrics key is for a scraper and a SCIM token for an identity provider: each holds its one scope. */
+const scopesOfKind: Record<UserKeyKind, readonly Scope[] | null> = { api: null, metrics: ['metrics:read'], scim: ['scim:manage'] };
+
 /**
  * Mints a key owned by a membership, in the caller's transaction. Refuses (403 forbidden) scopes
  * the member's role cannot hold. Returns the token: the only time it exists outside the caller.
@@ -20,11 +23,16 @@ export async function mintUserKey(
 ) {
   const scopes = [...new Set(input.scopes)];
   if (scopes.length === 0) throw new AppError('validation_failed', 'scopes: at least one scope', { issues: [{ path: 'scopes', message: 'at least one scope' }] });
+  const kind = input.kind ?? 'api';
+  const only = scopesOfKind[kind];
+  const foreign = only ? scopes.filter((s) => !only.includes(s)) : [];
+  if (foreign.length) {
+    throw new AppError('validation_failed', `A ${kind} key holds only ${only!.join(', ')}; refused: ${foreign.join(', ')}.`, { issues: [{ path: 'scopes', message: `a ${kind} key holds only ${only!.join(', ')}` }] });
+  }
   const above = scopes.filter((s) => !roleAtLeast(input.role, scopeMinimumRole[s]));
   if (above.length) {
     throw new AppError('forbidden', `Role ${input.role} cannot hold ${above.map((s) => `${s} (needs ${scopeMinimumRole[s]})`).join(', ')}.`, { requiredScope: above[0] });
   }
-  const kind = input.kind ?? 'api';
   const token = mintToken(kind);
   const key = await repo.insertKey(trx, {
     organisationId: input.organisationId, kind, name: input.name, tokenHash: hashToken(token), tokenPrefix: displayPrefix(token), scopes, userId: input.userId, expiresAt: input.expiresAt ?? null,

@@ -157,16 +157,19 @@ async function withDatabase(config: Config, fn: (db: Kysely<DB>, applied: { appl
 
 async function serve(config: Config, io: CliIO): Promise<number> {
   const logger: Logger = createLogger(config.logLevel);
+  // Signals are caught from the first moment: one arriving during start-up stops the server as
+  // soon as it is up, instead of killing the process mid-migration.
+  let signalled: string | null = null;
+  let onSignal: (signal: string) => void = (signal) => (signalled = signal);
+  process.once('SIGINT', () => onSignal('SIGINT'));
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
   const server = await startServer(config, logger, io.out);
   return new Promise<number>((resolve) => {
-    let stopping = false;
-    const stop = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
+    onSignal = (signal: string) => {
       logger.info({ signal }, 'shutting down: draining requests');
       const force = setTimeout(() => {
         logger.error('shutdown took over 10 s; exiting');
-        resolve(1);
+        process.exit(1); // a hung request must not keep the process alive
       }, 10_000);
       force.unref();
       server.close().then(
@@ -177,7 +180,6 @@ async function serve(config: Config, io: CliIO): Promise<number> {
         },
       );
     };
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.once('SIGTERM', () => stop('SIGTERM'));
+    if (signalled) onSignal(signalled);
   });
 }

@@ -45,7 +45,7 @@ export function encryptSecret(key: Buffer, plaintext: string, context = ''): str
 export function decryptSecret(key: Buffer, sealed: string, context = ''): string {
   const [v, iv, tag, ct] = sealed.split('.');
   if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('not a sealed secret');
-  const d = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  const d = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'), { authTagLength: 16 });
   d.setAAD(Buffer.from(context));
   d.setAuthTag(Buffer.from(tag, 'base64url'));
   return Buffer.concat([d.update(Buffer.from(ct, 'base64url')), d.final()]).toString('utf8');

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fastifyCookie from '@fastify/cookie';
-import { type RouteDef, routes } from '@surveyor/contract';
+import { type RouteDef, problemCodes, routes } from '@surveyor/contract';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import FindMyWay from 'find-my-way';
@@ -44,7 +44,31 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy as boolean | string[], // a hop count works too; fastify's types omit it
-    return503OnClosing: true,
+    // While draining at shutdown, requests on open connections are still served normally.
+    return503OnClosing: false,
+    // Unparseable URLs (bad percent-encoding, over-long parameters) get a problem like any error.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('X-Request-Id', request.id);
+      return sendProblem(reply, config.baseUrl, 'validation_failed', `The request URL is malformed: ${error.message}`);
+    },
+    // A request Node cannot even parse (bad header line): answer a problem and log no bytes of it,
+    // since the raw packet may hold a credential.
+    clientErrorHandler: (err, socket) => {
+      if (!socket.writable) return socket.destroy();
+      const requestId = randomUUID();
+      const body = JSON.stringify({
+        type: `${config.baseUrl}/problems#validation_failed`,
+        title: problemCodes.validation_failed.title,
+        status: 400,
+        code: 'validation_failed',
+        detail: 'The HTTP request could not be parsed.',
+        requestId,
+      });
+      logger.warn({ requestId, code: (err as NodeJS.ErrnoException).code }, 'unparseable HTTP request');
+      socket.end(
+        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/problem+json\r\nX-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    },
   });
   // Bodies are JSON only: anything else is 415 unsupported_media_type, not a string to validate.
   app.removeContentTypeParser('text/plain');

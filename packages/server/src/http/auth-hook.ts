@@ -26,6 +26,8 @@ declare module 'fastify' {
 
 export const SESSION_COOKIE = 'surveyor_session';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** What a session with a one-time password may do before changing it. */
+const PASSWORD_CHANGE_ROUTES = new Set(['me', 'logout', 'changePassword']);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function bearer(request: FastifyRequest): string | null {
@@ -101,6 +103,9 @@ export function registerAuthHook(app: FastifyInstance, deps: { db: Kysely<DB>; c
     limit(request, `user:${principal.userId}`, config.rateLimits.keyPerMinute);
     if (minRole && !roleAtLeast(principal.role, minRole)) {
       throw new AppError('forbidden', `This needs role ${minRole} or above; you are ${principal.role}.`, { requiredScope: `role:${minRole}` });
+    }
+    if (principal.mustChangePassword && !PASSWORD_CHANGE_ROUTES.has(request.routeOptions.config?.operationId ?? '')) {
+      throw new AppError('forbidden', 'Change the one-time password first: POST /api/v1/auth/password.');
     }
     if (!SAFE_METHODS.has(request.method)) {
       const sent = request.headers['x-csrf-token'];
