@@ -258,7 +258,10 @@ export const PatchVulnerabilityRequest = z.strictObject({
   note: z.string().max(2000).optional(),
 });
 
-export const CreateSnapshotRequest = z.strictObject({
-  reason: SnapshotReason.refine((r) => r !== 'scheduled', 'reason "scheduled" is reserved for the daily job').default('manual'),
+/** Every field is optional, so the body may be left out entirely. */
+export const CreateSnapshotRequest = z.preprocess((v) => v ?? {}, z.strictObject({
+  reason: SnapshotReason.refine((r) => r !== 'scheduled', 'reason "scheduled" is reserved for the daily job')
+    .default('manual')
+    .describe('Default `manual`. `scheduled` is reserved for the daily job and refused (400).'),
   siteId: Uuid.optional().describe('Count only this site\'s inventory; absent: the whole organisation.'),
-});
+}));

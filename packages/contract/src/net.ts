@@ -31,7 +31,7 @@ function parseIPv6(s: string): number[] | null {
   const h = groups(head);
   const r = rest === undefined ? [] : groups(rest);
   const want = 8 - tail4.length / 2;
-  if (rest === undefined ? h.length !== want : h.length + r.length >= want + 1) return null;
+  if (rest === undefined ? h.length !== want : h.length + r.length >= want) return null; // `::` stands for at least one zero group
   const fill = rest === undefined ? [] : Array(want - h.length - r.length).fill('0');
   const all = [...h, ...fill, ...r];
   if (all.length !== want) return null;
@@ -59,7 +59,7 @@ export interface ParsedCidr {
 
 /** Parses `address/prefix`; null when malformed. */
 export function parseCidr(s: string): ParsedCidr | null {
-  const m = /^([^/]+)\/(\d{1,3})$/.exec(s);
+  const m = /^([^/]+)\/(0|[1-9]\d{0,2})$/.exec(s);
   if (!m) return null;
   const bytes = parseIp(m[1]!);
   if (!bytes) return null;

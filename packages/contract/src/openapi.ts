@@ -102,7 +102,7 @@ export function generateOpenApi(routeDefs: readonly RouteDef[], options: OpenApi
     const params = parameters(r);
     if (params.length) operation.parameters = params;
     if (r.body) {
-      operation.requestBody = { required: true, content: { 'application/json': { schema: toSchema(r.body, 'input') } } };
+      operation.requestBody = { required: !r.body.safeParse(undefined).success, content: { 'application/json': { schema: toSchema(r.body, 'input') } } };
     }
     (paths[path] ??= {})[r.method.toLowerCase()] = operation;
   }

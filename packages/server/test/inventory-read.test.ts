@@ -202,6 +202,12 @@ describe('host search (spec 2.3)', () => {
     expect(await search('corp')).toEqual([]);
   });
 
+  it('treats text that only looks like an address as a name, never failing', async () => {
+    expect(await search('1:2:3:4:5:6:7::8')).toEqual([]);
+    expect(await search('2001:db8::/032')).toEqual([]);
+    expect(await search('10.1.2.3.4')).toEqual([]);
+  });
+
   it('treats LIKE wildcards in the term literally', async () => {
     expect(await search('db_')).toEqual(['db_1']);
     expect(await search('d%')).toEqual([]);

@@ -178,7 +178,7 @@ export async function countInventory(db: Kysely<DB>, organisationId: string, sit
     select
       (select count(*)::int from hosts h where h.organisation_id = ${organisationId} ${site}) as hosts,
       (select count(*)::int from host_addresses a join hosts h on h.organisation_id = a.organisation_id and h.id = a.host_id where a.organisation_id = ${organisationId} ${site}) as addresses,
-      (select count(*)::int from services s join hosts h on h.organisation_id = s.organisation_id and h.id = s.host_id where s.organisation_id = ${organisationId} and s.gone_at is null ${site}) as services,
+      (select count(*)::int from services s join hosts h on h.organisation_id = s.organisation_id and h.id = s.host_id where s.organisation_id = ${organisationId} ${site}) as services,
       (select count(*)::int from networks n where n.organisation_id = ${organisationId} ${siteOf('n.site_id')}) as networks,
       (select count(*)::int from sites st where st.organisation_id = ${organisationId} ${siteOf('st.id')}) as sites,
       (select count(*)::int from certificates c join hosts h on h.organisation_id = c.organisation_id and h.id = c.host_id where c.organisation_id = ${organisationId} ${site}) as certificates,
