@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import fastifyCookie from '@fastify/cookie';
 import { type RouteDef, problemCodes, routes } from '@surveyor/contract';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { validatorCompiler } from 'fastify-type-provider-zod';
+import fastJson from 'fast-json-stringify';
+import { z } from 'zod';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
 import { registerAuthRoutes } from '../auth/auth.routes.js';
@@ -25,6 +27,15 @@ export interface AppDeps {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+/**
+ * Responses are written by fast-json-stringify from the contract's response schema: only declared
+ * properties are emitted (an internal column can never leak) and a missing required field fails
+ * the request, at a fraction of the cost of re-validating every item with zod on the hot path.
+ */
+function responseSerializer({ schema }: { schema: unknown }) {
+  return fastJson(z.toJSONSchema(schema as z.ZodType, { target: 'openapi-3.0', io: 'output', unrepresentable: 'any' }) as never);
+}
 
 /** Every route of the contract; the app registers exactly these (a test holds it to that). */
 export const contractRoutes: readonly RouteDef[] = Object.values(routes);
@@ -73,7 +84,7 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   // Bodies are JSON only: anything else is 415 unsupported_media_type, not a string to validate.
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  app.setSerializerCompiler(responseSerializer);
 
   // Every response carries the request id, errors included.
   app.addHook('onRequest', async (request, reply) => {
