@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type Role, type Scope, roleAtLeast, scopeMinimumRole } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import { recordAudit } from '../audit/audit.repo.js';
+import type { Database } from '../db/database.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import * as repo from './auth.repo.js';
@@ -15,9 +16,10 @@ type KeyPrincipal = Extract<Principal, { kind: 'apiKey' | 'daemon' }>;
  * Resolves a bearer token to its key. Returns null for an unknown, revoked or expired key, a key
  * whose owner left the organisation or was disabled. Never throws for a bad token.
  */
-export async function authenticateBearer(db: Kysely<DB>, token: string): Promise<KeyPrincipal | null> {
+export async function authenticateBearer(database: Database, token: string): Promise<KeyPrincipal | null> {
   if (!/^sv[kdms]_[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
-  const row = await repo.findKeyByHash(db, hashToken(token));
+  const db = database.db;
+  const row = await repo.findKeyByHash(database, hashToken(token));
   if (!row || row.revoked_at || (row.expires_at && row.expires_at.getTime() <= Date.now())) return null;
   if (row.kind !== 'daemon' && (!row.role || row.disabled_at || !row.user_id)) return null;
   // At most one write a minute per key: a busy key costs no write per request.

@@ -18,6 +18,12 @@ export interface Database {
   kind: 'postgres' | 'pglite';
   /** Runs `fn` on one dedicated connection with a multi-statement executor (migrations). */
   withRawSession<T>(fn: (exec: Exec) => Promise<T>): Promise<T>;
+  /**
+   * Runs one statement kept prepared per connection under `name` on PostgreSQL (planned once,
+   * not per call), plainly on PGlite. Only for hot, fixed statements with an explicit column
+   * list: a prepared `select *` breaks when a migration adds a column under a running process.
+   */
+  prepared<R extends Row>(name: string, text: string, values: unknown[]): Promise<R[]>;
   /** One round trip; false when it fails or takes longer than `timeoutMs`. Never throws. */
   ping(timeoutMs?: number): Promise<boolean>;
   close(): Promise<void>;
@@ -82,6 +88,7 @@ function openPostgres(url: string, opts: DatabaseOptions): Database {
         client.release();
       }
     },
+    prepared: async <R extends Row>(name: string, text: string, values: unknown[]) => (await pool.query<R>({ name, text, values })).rows,
     ping: (timeoutMs = 2000) => pingWith(db, timeoutMs),
     close: () => db.destroy(),
   };
@@ -106,6 +113,14 @@ async function openPGlite(opts: DatabaseOptions): Promise<Database> {
       const unlock = await dialect.mutex.lock();
       try {
         return await fn(async (text) => (await pglite.exec(text)).at(-1)?.rows ?? []);
+      } finally {
+        unlock();
+      }
+    },
+    async prepared<R extends Row>(_name: string, text: string, values: unknown[]) {
+      const unlock = await dialect.mutex.lock();
+      try {
+        return (await pglite.query<R>(text, values)).rows;
       } finally {
         unlock();
       }

@@ -99,7 +99,7 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
 
   await app.register(fastifyCookie);
   const limiter = new RateLimiter();
-  registerAuthHook(app, { db: database.db, config, limiter });
+  registerAuthHook(app, { database, config, limiter });
 
   registerHealthRoutes(app, { database, version: config.version });
   registerMetaRoutes(app, { version: config.version, baseUrl: config.baseUrl, routeDefs: contractRoutes });

@@ -1,11 +1,10 @@
 import { type Role, type RouteAuth, problemCodes, roleAtLeast } from '@surveyor/contract';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
 import { authenticateBearer, authenticateSession, keyGrants } from '../auth/auth.service.js';
 import type { Principal } from '../auth/principal.js';
 import { safeEqual } from '../auth/tokens.js';
 import type { Config } from '../config.js';
-import type { DB } from '../db/schema.js';
+import type { Database } from '../db/database.js';
 import { AppError } from '../errors.js';
 import { type RateLimiter, rateLimitHeaders } from './rate-limit.js';
 
@@ -43,8 +42,9 @@ function bearer(request: FastifyRequest): string | null {
  * (per key, per daemon key, or per client address for anything without a valid credential) →
  * 401 → scope/role (403) → CSRF for cookie-authenticated state changes (403 csrf_failed).
  */
-export function registerAuthHook(app: FastifyInstance, deps: { db: Kysely<DB>; config: Config; limiter: RateLimiter }): void {
-  const { db, config, limiter } = deps;
+export function registerAuthHook(app: FastifyInstance, deps: { database: Database; config: Config; limiter: RateLimiter }): void {
+  const { database, config, limiter } = deps;
+  const db = database.db;
   app.decorateRequest('principal', null);
 
   const limit = (request: FastifyRequest, bucket: string, max: number) => {
@@ -69,7 +69,7 @@ export function registerAuthHook(app: FastifyInstance, deps: { db: Kysely<DB>; c
     if (auth.kind === 'session') return sessionAuth(request, auth.minRole);
 
     const token = bearer(request);
-    const principal = token ? await authenticateBearer(db, token) : null;
+    const principal = token ? await authenticateBearer(database, token) : null;
     const wanted = auth.kind === 'daemon' ? 'daemon' : 'apiKey';
     if (!principal || principal.kind !== wanted) {
       anon(request);

@@ -9,6 +9,17 @@ export interface PageArgs {
   take: number;
 }
 
+/**
+ * A timestamp column as RFC 3339 text (UTC, milliseconds), formatted by PostgreSQL: list pages
+ * then skip parsing thousands of dates into Date objects only to print them again.
+ */
+function iso<C extends string>(column: C) {
+  return sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`.as(column);
+}
+function isoOrNull<C extends string>(column: C) {
+  return sql<string | null>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`.as(column);
+}
+
 /** Keyset page on (organisation_id, seq): the same index range scan at any depth. */
 function keyset<T extends keyof DB & string, O>(q: SelectQueryBuilder<DB, T, O>, table: T, p: PageArgs) {
   const ref = (c: string) => sql.ref(`${table}.${c}`);
@@ -20,14 +31,17 @@ function keyset<T extends keyof DB & string, O>(q: SelectQueryBuilder<DB, T, O>,
 }
 
 export function listSites(db: Kysely<DB>, p: PageArgs) {
-  return keyset(db.selectFrom('sites').selectAll(), 'sites', p).execute();
+  return keyset(db.selectFrom('sites').select(['id', 'seq', 'code', 'name', 'description', iso('created_at'), iso('updated_at')]), 'sites', p).execute();
 }
 
+const networkColumns = [
+  'id', 'seq', 'site_id', 'name', 'scan_interval_minutes', 'top_ports_tcp', 'top_ports_udp', 'nmap_enabled', 'nmap_scripts',
+  isoOrNull('last_scan_at'), iso('created_at'), iso('updated_at'),
+  sql<number>`family(cidr)`.as('family'), sql<string[]>`exclude_cidrs::text[]`.as('exclude_cidrs_text'), sql<string>`cidr::text`.as('cidr_text'),
+] as const;
+
 export function listNetworks(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined }) {
-  let q = db
-    .selectFrom('networks')
-    .selectAll()
-    .select([sql<number>`family(cidr)`.as('family'), sql<string[]>`exclude_cidrs::text[]`.as('exclude_cidrs_text'), sql<string>`cidr::text`.as('cidr_text')]);
+  let q = db.selectFrom('networks').select(networkColumns);
   if (f.siteId) q = q.where('site_id', '=', f.siteId);
   return keyset(q, 'networks', p).execute();
 }
@@ -35,11 +49,15 @@ export function listNetworks(db: Kysely<DB>, p: PageArgs, f: { siteId?: string |
 /** How a host search term is matched (spec 2.3). */
 export type HostSearch = { kind: 'id'; id: string } | { kind: 'address'; address: string } | { kind: 'cidr'; cidr: string } | { kind: 'name'; prefix: string };
 
-export function listHosts(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; search?: HostSearch | undefined }) {
+/** Below this many matches a name search collects its hosts from the name indexes, not the page index. */
+const SPARSE_NAME_MATCHES = 5000;
+
+export async function listHosts(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; search?: HostSearch | undefined }) {
   let q = db
     .selectFrom('hosts')
-    .selectAll()
     .select([
+      'id', 'seq', 'site_id', 'hostname', 'fqdn', 'vendor', 'os', 'device_type', 'parent_host_id',
+      iso('first_seen_at'), iso('last_seen_at'), iso('created_at'), iso('updated_at'),
       sql<string[]>`array(select host(a.address) from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id order by a.address)`.as('addresses'),
       sql<string[]>`array(select distinct m.mac::text from (
           select mac from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id
@@ -57,41 +75,67 @@ export function listHosts(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | un
     );
   } else if (s?.kind === 'name') {
     const pattern = `${s.prefix.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    q = q.where((eb) => eb.or([eb(sql`lower(hostname)`, 'like', pattern), eb(sql`lower(fqdn)`, 'like', pattern)]));
+    const nameMatch = sql<boolean>`(lower(hostname) like ${pattern} or lower(fqdn) like ${pattern})`;
+    // The planner misjudges how many names share a prefix and may walk the page index for a
+    // rare one (seconds at a million hosts). So first gather the matches from the name indexes:
+    // when they are few, page over exactly those ids; when many, the page-index walk is right.
+    const candidates = await sql<{ id: string; seq: number }>`
+      select id, seq from hosts where organisation_id = ${p.organisationId} and seq > ${p.after} and ${nameMatch}
+      limit ${SPARSE_NAME_MATCHES + 1}`.execute(db);
+    if (candidates.rows.length <= SPARSE_NAME_MATCHES) {
+      const ids = candidates.rows.sort((a, b) => a.seq - b.seq).slice(0, p.take).map((r) => r.id);
+      if (ids.length === 0) return [];
+      q = q.where('id', 'in', ids);
+    } else {
+      q = q.where(nameMatch);
+    }
   }
   return keyset(q, 'hosts', p).execute();
 }
 
 export function listServices(db: Kysely<DB>, p: PageArgs, f: { hostId?: string | undefined }) {
-  let q = db.selectFrom('services').selectAll().select(sql<string | null>`host(address)`.as('address_text'));
+  let q = db.selectFrom('services').select([
+    'id', 'seq', 'host_id', 'protocol', 'port', 'state', 'banner', 'name', 'product', 'vendor', 'version', 'cpe', 'signature_id', 'signature_source', 'confidence',
+    iso('first_seen_at'), iso('last_seen_at'), isoOrNull('gone_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'),
+  ]);
   if (f.hostId) q = q.where('host_id', '=', f.hostId);
   return keyset(q, 'services', p).execute();
 }
 
 export function listCertificates(db: Kysely<DB>, p: PageArgs, f: { hostId?: string | undefined; trustStatus?: string | undefined }) {
-  let q = db.selectFrom('certificates').selectAll().select(sql<string | null>`host(address)`.as('address_text'));
+  let q = db.selectFrom('certificates').select([
+    'id', 'seq', 'host_id', 'port', 'subject', 'issuer', 'sha256', 'trust_status',
+    iso('not_before'), iso('not_after'), iso('first_seen_at'), iso('last_seen_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'),
+  ]);
   if (f.hostId) q = q.where('host_id', '=', f.hostId);
   if (f.trustStatus) q = q.where('trust_status', '=', f.trustStatus);
   return keyset(q, 'certificates', p).execute();
 }
 
+const vulnerabilityColumns = [
+  'id', 'seq', 'service_id', 'host_id', 'cve_id', 'title', 'severity', 'cvss', 'state', 'note',
+  iso('first_seen_at'), iso('last_seen_at'), iso('state_changed_at'), isoOrNull('resolved_at'), iso('created_at'), iso('updated_at'),
+] as const;
+
 export function listVulnerabilities(db: Kysely<DB>, p: PageArgs, f: { serviceId?: string | undefined; state?: string | undefined; severity?: string | undefined }) {
-  let q = db.selectFrom('vulnerabilities').selectAll();
+  let q = db.selectFrom('vulnerabilities').select(vulnerabilityColumns);
   if (f.serviceId) q = q.where('service_id', '=', f.serviceId);
   if (f.state) q = q.where('state', '=', f.state);
   if (f.severity) q = q.where('severity', '=', f.severity);
   return keyset(q, 'vulnerabilities', p).execute();
 }
 
+const snapshotColumns = ['id', 'seq', 'site_id', 'reason', 'stats', iso('captured_at'), iso('created_at')] as const;
+
 export function listSnapshots(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; reason?: string | undefined }) {
-  let q = db.selectFrom('snapshots').selectAll();
+  let q = db.selectFrom('snapshots').select(snapshotColumns);
   if (f.siteId) q = q.where('site_id', '=', f.siteId);
   if (f.reason) q = q.where('reason', '=', f.reason);
   return keyset(q, 'snapshots', p).execute();
 }
 
 export function listTopologies(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; kind?: string | undefined; status?: string | undefined }) {
-  let q = db.selectFrom('topologies').selectAll();
+  let q = db.selectFrom('topologies').select(['id', 'seq', 'site_id', 'kind', 'status', 'name', 'node_count', 'edge_count', isoOrNull('built_at'), iso('created_at'), iso('updated_at')]);
   if (f.siteId) q = q.where('site_id', '=', f.siteId);
   if (f.kind) q = q.where('kind', '=', f.kind);
   if (f.status) q = q.where('status', '=', f.status);
@@ -132,8 +176,7 @@ export async function insertNetwork(
 export function findNetwork(db: Kysely<DB>, organisationId: string, id: string) {
   return db
     .selectFrom('networks')
-    .selectAll()
-    .select([sql<number>`family(cidr)`.as('family'), sql<string[]>`exclude_cidrs::text[]`.as('exclude_cidrs_text'), sql<string>`cidr::text`.as('cidr_text')])
+    .select(networkColumns)
     .where('organisation_id', '=', organisationId)
     .where('id', '=', id)
     .executeTakeFirst();
@@ -141,7 +184,7 @@ export function findNetwork(db: Kysely<DB>, organisationId: string, id: string) 
 
 /** The vulnerability, locked for update in the caller's transaction. */
 export function lockVulnerability(db: Kysely<DB>, organisationId: string, id: string) {
-  return db.selectFrom('vulnerabilities').selectAll().where('organisation_id', '=', organisationId).where('id', '=', id).forUpdate().executeTakeFirst();
+  return db.selectFrom('vulnerabilities').select(vulnerabilityColumns).where('organisation_id', '=', organisationId).where('id', '=', id).forUpdate().executeTakeFirst();
 }
 
 export function updateVulnerabilityState(db: Kysely<DB>, organisationId: string, id: string, state: string, note: string | null | undefined) {
@@ -156,7 +199,7 @@ export function updateVulnerabilityState(db: Kysely<DB>, organisationId: string,
     })
     .where('organisation_id', '=', organisationId)
     .where('id', '=', id)
-    .returningAll()
+    .returning(vulnerabilityColumns)
     .executeTakeFirstOrThrow();
 }
 
@@ -166,7 +209,7 @@ export function updateVulnerabilityNote(db: Kysely<DB>, organisationId: string, 
     .set({ note, updated_at: sql`now()` })
     .where('organisation_id', '=', organisationId)
     .where('id', '=', id)
-    .returningAll()
+    .returning(vulnerabilityColumns)
     .executeTakeFirstOrThrow();
 }
 
@@ -192,6 +235,6 @@ export function insertSnapshot(db: Kysely<DB>, s: { organisationId: string; site
   return db
     .insertInto('snapshots')
     .values({ organisation_id: s.organisationId, site_id: s.siteId, reason: s.reason, stats: JSON.stringify(s.stats), created_by_key_id: s.keyId })
-    .returningAll()
+    .returning(snapshotColumns)
     .executeTakeFirstOrThrow();
 }

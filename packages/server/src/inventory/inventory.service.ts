@@ -7,14 +7,12 @@ import { AppError } from '../errors.js';
 import type { CursorCodec } from './cursor.js';
 import * as repo from './inventory.repo.js';
 
-const iso = (d: Date) => d.toISOString();
-const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 type Row<F extends (...a: never[]) => Promise<unknown[]>> = Awaited<ReturnType<F>>[number];
 
 const toSite = (r: Row<typeof repo.listSites>) => ({
-  id: r.id, code: r.code, name: r.name, description: r.description, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at),
+  id: r.id, code: r.code, name: r.name, description: r.description, createdAt: r.created_at, updatedAt: r.updated_at,
 });
 
 export const toNetwork = (r: Row<typeof repo.listNetworks>) => ({
@@ -28,9 +26,9 @@ export const toNetwork = (r: Row<typeof repo.listNetworks>) => ({
   topPortsTcp: r.top_ports_tcp,
   topPortsUdp: r.top_ports_udp,
   nmap: { enabled: r.nmap_enabled, scripts: r.nmap_scripts as ('default' | 'safe' | 'version' | 'vuln')[] },
-  lastScanAt: isoOrNull(r.last_scan_at),
-  createdAt: iso(r.created_at),
-  updatedAt: iso(r.updated_at),
+  lastScanAt: r.last_scan_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
 });
 
 const toHost = (r: Row<typeof repo.listHosts>) => ({
@@ -45,10 +43,10 @@ const toHost = (r: Row<typeof repo.listHosts>) => ({
   deviceType: r.device_type,
   parentHostId: r.parent_host_id,
   openPortCount: r.open_port_count,
-  firstSeenAt: iso(r.first_seen_at),
-  lastSeenAt: iso(r.last_seen_at),
-  createdAt: iso(r.created_at),
-  updatedAt: iso(r.updated_at),
+  firstSeenAt: r.first_seen_at,
+  lastSeenAt: r.last_seen_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
 });
 
 const toService = (r: Row<typeof repo.listServices>) => ({
@@ -67,11 +65,11 @@ const toService = (r: Row<typeof repo.listServices>) => ({
   signatureId: r.signature_id,
   signatureSource: r.signature_source as 'core' | 'custom' | 'nmap' | null,
   confidence: r.confidence,
-  firstSeenAt: iso(r.first_seen_at),
-  lastSeenAt: iso(r.last_seen_at),
-  goneAt: isoOrNull(r.gone_at),
-  createdAt: iso(r.created_at),
-  updatedAt: iso(r.updated_at),
+  firstSeenAt: r.first_seen_at,
+  lastSeenAt: r.last_seen_at,
+  goneAt: r.gone_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
 });
 
 const toCertificate = (r: Row<typeof repo.listCertificates>) => ({
@@ -81,14 +79,14 @@ const toCertificate = (r: Row<typeof repo.listCertificates>) => ({
   port: r.port,
   subject: r.subject,
   issuer: r.issuer,
-  notBefore: iso(r.not_before),
-  notAfter: iso(r.not_after),
+  notBefore: r.not_before,
+  notAfter: r.not_after,
   fingerprint: r.sha256,
   trustStatus: r.trust_status as 'trusted',
-  firstSeenAt: iso(r.first_seen_at),
-  lastSeenAt: iso(r.last_seen_at),
-  createdAt: iso(r.created_at),
-  updatedAt: iso(r.updated_at),
+  firstSeenAt: r.first_seen_at,
+  lastSeenAt: r.last_seen_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
 });
 
 export const toVulnerability = (r: Row<typeof repo.listVulnerabilities>) => ({
@@ -101,12 +99,12 @@ export const toVulnerability = (r: Row<typeof repo.listVulnerabilities>) => ({
   cvss: r.cvss === null ? null : Number(r.cvss),
   state: r.state as VulnerabilityState,
   note: r.note,
-  firstSeenAt: iso(r.first_seen_at),
-  lastSeenAt: iso(r.last_seen_at),
-  stateChangedAt: iso(r.state_changed_at),
-  resolvedAt: isoOrNull(r.resolved_at),
-  createdAt: iso(r.created_at),
-  updatedAt: iso(r.updated_at),
+  firstSeenAt: r.first_seen_at,
+  lastSeenAt: r.last_seen_at,
+  stateChangedAt: r.state_changed_at,
+  resolvedAt: r.resolved_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
 });
 
 const STAT_KEYS = ['hosts', 'addresses', 'services', 'networks', 'sites', 'certificates', 'vulnerabilities', 'topologies'] as const;
@@ -116,8 +114,8 @@ export const toSnapshot = (r: Row<typeof repo.listSnapshots>) => ({
   siteId: r.site_id,
   reason: r.reason as 'manual',
   stats: Object.fromEntries(STAT_KEYS.map((k) => [k, Number(r.stats[k] ?? 0)])) as Record<(typeof STAT_KEYS)[number], number>,
-  capturedAt: iso(r.captured_at),
-  createdAt: iso(r.created_at),
+  capturedAt: r.captured_at,
+  createdAt: r.created_at,
 });
 
 const toTopology = (r: Row<typeof repo.listTopologies>) => ({
@@ -128,9 +126,9 @@ const toTopology = (r: Row<typeof repo.listTopologies>) => ({
   name: r.name,
   nodeCount: r.node_count,
   edgeCount: r.edge_count,
-  builtAt: isoOrNull(r.built_at),
-  createdAt: iso(r.created_at),
-  updatedAt: iso(r.updated_at),
+  builtAt: r.built_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
 });
 
 /** Classifies a host search term (spec 2.3): UUID → id, address → address, CIDR → containment, else name prefix. */

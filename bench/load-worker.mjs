@@ -1,0 +1,39 @@
+// Load generator for bench/inventory.mjs, in its own thread so its work is not charged to the
+// process being measured. Runs `concurrency` loops for `seconds`; posts the completed count.
+import http from 'node:http';
+import { parentPort, workerData } from 'node:worker_threads';
+import pg from 'pg';
+
+const { mode, seconds, concurrency, url, token, databaseUrl, schema, sql, parameters } = workerData;
+let one;
+let pool;
+if (mode === 'api') {
+  // Plain http with keep-alive: a lighter client than fetch, so the figure is the server's.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const headers = { authorization: `Bearer ${token}` };
+  one = () =>
+    new Promise((resolve, reject) => {
+      http
+        .get(url, { agent, headers }, (res) => {
+          if (res.statusCode !== 200) reject(new Error(`API answered ${res.statusCode}`));
+          res.on('data', () => {});
+          res.on('end', resolve);
+        })
+        .on('error', reject);
+    });
+} else {
+  pool = new pg.Pool({ connectionString: databaseUrl, max: concurrency, options: `-c search_path=${schema}` });
+  one = () => pool.query(sql, parameters);
+}
+let n = 0;
+const end = Date.now() + seconds * 1000;
+await Promise.all(
+  Array.from({ length: concurrency }, async () => {
+    while (Date.now() < end) {
+      await one();
+      n++;
+    }
+  }),
+);
+await pool?.end();
+parentPort.postMessage(n / seconds);

@@ -1,0 +1,18 @@
+import { randomBytes } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
+import * as admin from './packages/server/dist/admin/admin.service.js';
+import { loadConfig } from './packages/server/dist/config.js';
+import { openDatabase } from './packages/server/dist/db/database.js';
+import { buildApp } from './packages/server/dist/http/app.js';
+import { createLogger } from './packages/server/dist/logger.js';
+const database = await openDatabase({ url: 'postgres://postgres@127.0.0.1:5432/postgres', poolMax: 12, searchPath: 'bench_inventory' });
+const org = await database.db.selectFrom('organisations').select('id').where('name', '=', 'bench').executeTakeFirst();
+const key = await admin.createApiKey(database.db, { type: 'cli' }, { org: org.id, userEmail: 'bench@bench.test', scopes: ['inventory:read'], name: 'p' + Math.random() });
+const app = await buildApp({ config: loadConfig({ SERVICE_LOG_LEVEL: 'silent', SERVICE_RATE_LIMIT_KEY_PER_MINUTE: '1000000' }), database, logger: createLogger('silent'), secretKey: randomBytes(32) });
+await app.listen({ port: 0, host: '127.0.0.1' });
+const port = app.server.address().port;
+const t0 = process.cpuUsage();
+const rps = await new Promise((resolve) => { const w = new Worker(new URL('./bench/load-worker.mjs', import.meta.url), { workerData: { mode: 'api', seconds: 5, concurrency: 8, url: `http://127.0.0.1:${port}/api/v1/hosts?limit=50`, token: key.token } }); w.once('message', resolve); });
+const cpu = process.cpuUsage(t0);
+console.log('rps', rps, 'process cpu ms/req', ((cpu.user + cpu.system) / 1000 / (rps * 5)).toFixed(2));
+await app.close(); await database.close();
