@@ -23,10 +23,12 @@ describe('inventory collections (spec 2, 4.1)', () => {
   });
   afterAll(() => t.close());
 
-  it.each(collections)('%s answers the envelope { data, nextCursor, hasMore } for an empty organisation', async (name) => {
+  it.each(collections)('%s answers the envelope { data, nextCursor, hasMore } for an empty organisation, with rate-limit headers', async (name) => {
     const res = await get(`/api/v1/${name}`);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ data: [], nextCursor: null, hasMore: false });
+    expect(res.headers['ratelimit-limit']).toBe('1200');
+    expect(Number(res.headers['ratelimit-remaining'])).toBeLessThan(1200);
   });
 
   it.each(collections)('%s needs inventory:read (403 forbidden with requiredScope) and a credential (401)', async (name) => {
@@ -272,6 +274,26 @@ describe('keyset pagination', () => {
     // Rows that existed for the whole walk were all seen.
     const deleted = new Set((await t.database.db.selectFrom('hosts').select('id').where('organisation_id', '=', o.organisationId).execute()).map((r) => r.id));
     for (const id of initial.slice(Math.max(...[round])).filter((id) => deleted.has(id))) expect(seen).toContain(id);
+  });
+
+  it('pages a name search in insertion order whether its matches are few or many (over 5,000)', async () => {
+    const o = await seedOrg(t.database);
+    const tok = (await seedMemberWithKey(t.database, o, 'viewer', ['inventory:read'])).token;
+    const many = await addHosts(t.database.db, o.organisationId, 5100, 'many');
+    await addHosts(t.database.db, o.organisationId, 10, 'other');
+    const few = await addHosts(t.database.db, o.organisationId, 7, 'few');
+    const walk = async (term: string) => {
+      const seen: string[] = [];
+      let url = `/api/v1/hosts?limit=500&search=${term}`;
+      for (;;) {
+        const p = await page(url, tok);
+        seen.push(...p.data.map((h) => h.id));
+        if (!p.nextCursor) return seen;
+        url = `/api/v1/hosts?limit=500&search=${term}&cursor=${encodeURIComponent(p.nextCursor)}`;
+      }
+    };
+    expect(await walk('many')).toEqual(many);
+    expect(await walk('FEW')).toEqual(few);
   });
 
   it('refuses a tampered cursor with 400 invalid_cursor', async () => {
