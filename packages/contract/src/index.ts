@@ -5,3 +5,4 @@ export * from './routes.js';
 export * from './openapi.js';
 export * from './net.js';
 export * from './inventory.js';
+export * from './daemon.js';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ApiKeyCreated, ApiKeyInfo, ChangePasswordRequest, CreateApiKeyRequest, KeyIntrospection, LoginRequest, type Role, type Scope, SessionInfo } from './auth.js';
 import { Uuid } from './common.js';
+import { CreateScanRequest, HeartbeatRequest, HeartbeatResponse, PollRequest, PollResponse, RegisterRequest, RegisterResponse, ScanSession } from './daemon.js';
 import {
   type CollectionName,
   CreateNetworkRequest,
@@ -205,6 +206,73 @@ export const routes = {
     auth: { kind: 'apiKey', scope: 'inventory:write' },
     body: CreateSnapshotRequest,
     response: { 201: Snapshot },
+  }),
+  createScan: route({
+    method: 'POST',
+    url: '/api/v1/scans',
+    operationId: 'createScan',
+    summary: 'Queue a scan of a network on an online daemon of its site',
+    description:
+      'The daemon is an online daemon of the network\'s site; for a network without a site, an online daemon whose reported `networkCidrs` contain it. ' +
+      'None: 409 `no_daemon_online` (nothing queued). nmap asked but the daemon has none: 409 `nmap_unavailable`. ' +
+      'A queued or running session for the network: 409 `scan_already_active` with its `sessionId`.',
+    tags: ['scans'],
+    auth: { kind: 'apiKey', scope: 'scan:run' },
+    body: CreateScanRequest,
+    response: { 202: ScanSession },
+  }),
+  getScan: route({
+    method: 'GET',
+    url: '/api/v1/scans/:id',
+    operationId: 'getScan',
+    summary: 'A scan session: its state and progress',
+    tags: ['scans'],
+    auth: { kind: 'apiKey', scope: 'inventory:read' },
+    params: z.object({ id: Uuid }),
+    response: { 200: ScanSession },
+  }),
+  cancelScan: route({
+    method: 'POST',
+    url: '/api/v1/scans/:id/cancel',
+    operationId: 'cancelScan',
+    summary: 'Cancel a scan session; a dispatched or running one is told through a `cancel` job',
+    description: 'A finished session (completed, failed, cancelled) answers 409 `conflict`. A cancelled session never removes anything from the inventory.',
+    tags: ['scans'],
+    auth: { kind: 'apiKey', scope: 'scan:run' },
+    params: z.object({ id: Uuid }),
+    response: { 200: ScanSession },
+  }),
+  daemonRegister: route({
+    method: 'POST',
+    url: '/api/v1/daemon/register',
+    operationId: 'daemonRegister',
+    summary: 'Register a daemon (idempotent by name within the organisation)',
+    description: 'A restarting daemon keeps its id. `siteCode` binds a site on first registration only; a site set in the UI always wins.',
+    tags: ['daemon'],
+    auth: { kind: 'daemon', daemonId: false },
+    body: RegisterRequest,
+    response: { 200: RegisterResponse },
+  }),
+  daemonHeartbeat: route({
+    method: 'POST',
+    url: '/api/v1/daemon/heartbeat',
+    operationId: 'daemonHeartbeat',
+    summary: 'Report liveness and status',
+    tags: ['daemon'],
+    auth: { kind: 'daemon', daemonId: true },
+    body: HeartbeatRequest,
+    response: { 200: HeartbeatResponse },
+  }),
+  daemonPoll: route({
+    method: 'POST',
+    url: '/api/v1/daemon/jobs/poll',
+    operationId: 'daemonPoll',
+    summary: 'Long-poll for a job (at most 60 s); 204 with an empty body when none came',
+    description: 'Answers at once when a job is queued, else waits until one is queued for this daemon (woken across processes by PostgreSQL NOTIFY) or `waitSeconds` pass.',
+    tags: ['daemon'],
+    auth: { kind: 'daemon', daemonId: true },
+    body: PollRequest,
+    response: { 200: PollResponse, 204: null },
   }),
   introspectKey: route({
     method: 'GET',

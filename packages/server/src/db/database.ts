@@ -24,6 +24,12 @@ export interface Database {
    * list: a prepared `select *` breaks when a migration adds a column under a running process.
    */
   prepared<R extends Row>(name: string, text: string, values: unknown[]): Promise<R[]>;
+  /**
+   * Subscribes to a NOTIFY channel, delivering each payload to `onPayload`, in this process,
+   * whichever process sent it. On PostgreSQL one dedicated connection listens (re-listening
+   * after a reconnect). Returns the unsubscribe function.
+   */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   /** One round trip; false when it fails or takes longer than `timeoutMs`. Never throws. */
   ping(timeoutMs?: number): Promise<boolean>;
   close(): Promise<void>;
@@ -89,6 +95,28 @@ function openPostgres(url: string, opts: DatabaseOptions): Database {
       }
     },
     prepared: async <R extends Row>(name: string, text: string, values: unknown[]) => (await pool.query<R>({ name, text, values })).rows,
+    async listen(channel, onPayload) {
+      let client: pg.Client | null = null;
+      let stopped = false;
+      const connect = async (): Promise<void> => {
+        const c = new pg.Client({ connectionString: url, application_name: 'surveyor-listen', ...(opts.searchPath ? { options: `-c search_path=${opts.searchPath}` } : {}) });
+        c.on('notification', (n) => n.channel === channel && onPayload(n.payload ?? ''));
+        c.on('error', (err) => {
+          opts.logger?.warn({ err, channel }, 'listen connection lost; reconnecting');
+          c.end().catch(() => {});
+          if (!stopped) setTimeout(() => void connect().catch(() => {}), 1000).unref();
+        });
+        await c.connect();
+        await c.query(`listen ${pg.escapeIdentifier(channel)}`);
+        if (client) onPayload('*'); // a reconnect: notifications sent meanwhile are lost, so re-check everything
+        client = c;
+      };
+      await connect();
+      return async () => {
+        stopped = true;
+        await client?.end().catch(() => {});
+      };
+    },
     ping: (timeoutMs = 2000) => pingWith(db, timeoutMs),
     close: () => db.destroy(),
   };
@@ -116,6 +144,11 @@ async function openPGlite(opts: DatabaseOptions): Promise<Database> {
       } finally {
         unlock();
       }
+    },
+    async listen(channel, onPayload) {
+      return pglite.listen(channel, onPayload).then((unsub) => async () => {
+        if (!pglite.closed) await unsub();
+      });
     },
     async prepared<R extends Row>(_name: string, text: string, values: unknown[]) {
       const unlock = await dialect.mutex.lock();

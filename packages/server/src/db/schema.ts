@@ -240,7 +240,85 @@ export interface TopologiesTable {
   updated_at: Timestamp;
 }
 
+export interface DaemonsTable {
+  organisation_id: string;
+  id: Generated<string>;
+  seq: Seq;
+  key_id: string;
+  name: string;
+  version: string;
+  os: string;
+  arch: string;
+  capabilities: ColumnType<Record<string, boolean>, string, string>;
+  network_cidrs: TextArray;
+  metadata: ColumnType<Record<string, unknown>, string, string>;
+  boot_id: string | null;
+  restart_count: Generated<number>;
+  site_id: string | null;
+  site_set_in_ui: Generated<boolean>;
+  status: Generated<string>;
+  loaded_signatures: ColumnType<Record<string, number>, string | undefined, string>;
+  flows_dropped: Generated<number>;
+  heartbeat_interval_seconds: Generated<number>;
+  last_heartbeat_at: NullableTimestamp;
+  last_seen_at: NullableTimestamp;
+  registered_at: Created;
+  created_at: Created;
+  updated_at: Timestamp;
+}
+
+export interface ScanSessionsTable {
+  organisation_id: string;
+  id: Generated<string>;
+  seq: Seq;
+  network_id: string;
+  daemon_id: string;
+  state: Generated<string>;
+  requested_by_key_id: string | null;
+  cidr: string;
+  exclude_cidrs: TextArray;
+  top_ports_tcp: number;
+  top_ports_udp: number;
+  nmap_enabled: Generated<boolean>;
+  nmap_scripts: TextArray;
+  hosts_total: number | null;
+  hosts_scanned: Generated<number>;
+  ports_scanned: Generated<number>;
+  duration_ms: number | null;
+  batches: Generated<number>;
+  created_at: Created;
+  dispatched_at: NullableTimestamp;
+  started_at: NullableTimestamp;
+  last_batch_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+  updated_at: Timestamp;
+}
+
+export interface DaemonJobsTable {
+  organisation_id: string;
+  id: Generated<string>;
+  seq: Seq;
+  daemon_id: string;
+  kind: 'network' | 'cancel';
+  session_id: string;
+  created_at: Created;
+  delivered_at: NullableTimestamp;
+}
+
+export interface ChangeLogTable {
+  organisation_id: string;
+  id: Generated<number>;
+  entity_type: string;
+  entity_id: string;
+  action: 'created' | 'updated' | 'deleted';
+  at: Created;
+}
+
 export interface DB {
+  daemons: DaemonsTable;
+  scan_sessions: ScanSessionsTable;
+  daemon_jobs: DaemonJobsTable;
+  change_log: ChangeLogTable;
   sites: SitesTable;
   networks: NetworksTable;
   hosts: HostsTable;

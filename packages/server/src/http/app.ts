@@ -11,7 +11,10 @@ import { registerAuthRoutes } from '../auth/auth.routes.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { registerHealthRoutes } from '../health/health.routes.js';
+import { registerDaemonRoutes } from '../daemons/daemons.routes.js';
+import { JobWaiters } from '../daemons/job-waiters.js';
 import { CursorCodec } from '../inventory/cursor.js';
+import { registerScanRoutes } from '../scans/scans.routes.js';
 import { registerInventoryRoutes } from '../inventory/inventory.routes.js';
 import { registerAuthHook } from './auth-hook.js';
 import { registerMetaRoutes } from './meta.routes.js';
@@ -105,6 +108,11 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   registerMetaRoutes(app, { version: config.version, baseUrl: config.baseUrl, routeDefs: contractRoutes });
   registerAuthRoutes(app, { db: database.db, config, limiter });
   registerInventoryRoutes(app, { db: database.db, cursors: new CursorCodec(secretKey) });
+  registerScanRoutes(app, { db: database.db });
+  const waiters = new JobWaiters();
+  await waiters.start(database);
+  app.addHook('preClose', async () => waiters.stop()); // wake long polls so close does not wait 60 s
+  registerDaemonRoutes(app, { db: database.db, config, waiters });
 
   app.setErrorHandler(errorHandler(config.baseUrl));
   app.setNotFoundHandler(async (request, reply) => {

@@ -9,7 +9,7 @@ import type { CursorCodec } from './cursor.js';
 import * as inventory from './inventory.service.js';
 
 /** The acting API key (and through it the user), for audit rows. */
-function keyActor(request: FastifyRequest): Actor & { organisationId: string } {
+export function keyActor(request: FastifyRequest): Actor & { organisationId: string } {
   const p = request.principal;
   if (p?.kind !== 'apiKey') throw new AppError('unauthorized', 'This endpoint needs an API key.');
   return { type: 'key', keyId: p.keyId, userId: p.userId, requestId: request.id, organisationId: p.organisationId };

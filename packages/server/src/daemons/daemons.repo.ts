@@ -1,0 +1,78 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+
+/** The daemon `id` of the organisation registered with key `keyId`, or undefined. */
+export function findOwnDaemon(db: Kysely<DB>, organisationId: string, id: string, keyId: string) {
+  return db
+    .selectFrom('daemons')
+    .select(['id', 'name', 'status', 'capabilities', 'site_id'])
+    .where('organisation_id', '=', organisationId)
+    .where('id', '=', id)
+    .where('key_id', '=', keyId)
+    .executeTakeFirst();
+}
+
+export function findDaemonByName(db: Kysely<DB>, organisationId: string, name: string) {
+  return db
+    .selectFrom('daemons')
+    .select(['id', 'boot_id'])
+    .where('organisation_id', '=', organisationId)
+    .where(sql`lower(name)`, '=', name.toLowerCase())
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+/** The site with this code, created (named after the code) when none has it. */
+export async function siteForCode(db: Kysely<DB>, organisationId: string, code: string): Promise<string> {
+  await sql`insert into sites (organisation_id, code, name) values (${organisationId}, ${code}, ${code}) on conflict (organisation_id, lower(code)) do nothing`.execute(db);
+  const r = await sql<{ id: string }>`select id from sites where organisation_id = ${organisationId} and lower(code) = lower(${code})`.execute(db);
+  return r.rows[0]!.id;
+}
+
+export interface DaemonFacts {
+  keyId: string;
+  name: string;
+  version: string;
+  os: string;
+  arch: string;
+  capabilities: Record<string, boolean>;
+  networkCidrs: string[];
+  metadata: Record<string, unknown>;
+  bootId: string;
+}
+
+export async function insertDaemon(db: Kysely<DB>, organisationId: string, f: DaemonFacts, siteId: string | null) {
+  const r = await sql<{ id: string }>`
+    insert into daemons (organisation_id, key_id, name, version, os, arch, capabilities, network_cidrs, metadata, boot_id, site_id, last_seen_at)
+    values (${organisationId}, ${f.keyId}, ${f.name}, ${f.version}, ${f.os}, ${f.arch}, ${JSON.stringify(f.capabilities)}::jsonb,
+            ${f.networkCidrs}::cidr[], ${JSON.stringify(f.metadata)}::jsonb, ${f.bootId}, ${siteId}, now())
+    returning id`.execute(db);
+  return r.rows[0]!.id;
+}
+
+/** Re-registration: facts refreshed, a new boot id counted as a restart; the site is left alone. */
+export async function updateDaemon(db: Kysely<DB>, organisationId: string, id: string, f: DaemonFacts) {
+  await sql`
+    update daemons set key_id = ${f.keyId}, version = ${f.version}, os = ${f.os}, arch = ${f.arch},
+      capabilities = ${JSON.stringify(f.capabilities)}::jsonb, network_cidrs = ${f.networkCidrs}::cidr[],
+      metadata = ${JSON.stringify(f.metadata)}::jsonb,
+      restart_count = restart_count + (case when boot_id is distinct from ${f.bootId}::uuid then 1 else 0 end),
+      boot_id = ${f.bootId}, last_seen_at = now(), updated_at = now()
+    where organisation_id = ${organisationId} and id = ${id}`.execute(db);
+}
+
+export async function recordHeartbeat(db: Kysely<DB>, organisationId: string, id: string, status: 'online' | 'degraded', loadedSignatures: Record<string, number>, intervalSeconds: number) {
+  await db
+    .updateTable('daemons')
+    .set({
+      status,
+      loaded_signatures: JSON.stringify(loadedSignatures),
+      heartbeat_interval_seconds: intervalSeconds,
+      last_heartbeat_at: sql`now()`,
+      last_seen_at: sql`now()`,
+      updated_at: sql`now()`,
+    })
+    .where('organisation_id', '=', organisationId)
+    .where('id', '=', id)
+    .execute();
+}

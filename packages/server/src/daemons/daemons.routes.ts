@@ -1,0 +1,45 @@
+import { routes } from '@surveyor/contract';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Config } from '../config.js';
+import type { DB } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import { addRoute } from '../http/route.js';
+import { claimNextJob } from '../scans/scans.service.js';
+import * as daemons from './daemons.service.js';
+import type { JobWaiters } from './job-waiters.js';
+
+function daemonPrincipal(request: FastifyRequest): daemons.DaemonPrincipal {
+  const p = request.principal;
+  if (p?.kind !== 'daemon') throw new AppError('unauthorized', 'This endpoint needs a daemon key.');
+  return p;
+}
+
+/** The daemon protocol (spec 4.4): register, heartbeat, job poll. */
+export function registerDaemonRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; config: Config; waiters: JobWaiters }): void {
+  const { db, config, waiters } = deps;
+
+  addRoute(app, routes.daemonRegister, async (request) => {
+    const daemonId = await daemons.register(db, daemonPrincipal(request), request.body);
+    return { daemonId, config: { heartbeatIntervalSeconds: config.daemon.heartbeatSeconds, jobPollTimeoutSeconds: config.daemon.pollTimeoutSeconds } };
+  });
+
+  addRoute(app, routes.daemonHeartbeat, async (request) => daemons.heartbeat(db, daemonPrincipal(request), request.body, config.daemon.heartbeatSeconds));
+
+  addRoute(app, routes.daemonPoll, async (request, reply) => {
+    const p = daemonPrincipal(request);
+    const daemon = await daemons.ownDaemon(db, p);
+    const deadline = Date.now() + request.body.waitSeconds * 1000;
+    // A client that hangs up releases its waiter at once.
+    const gone = new AbortController();
+    request.raw.once('close', () => gone.abort());
+    reply.raw.once('close', () => gone.abort());
+    for (;;) {
+      const job = await claimNextJob(db, p.organisationId, daemon.id);
+      if (job) return reply.code(200).send(job);
+      const left = deadline - Date.now();
+      if (left <= 0 || gone.signal.aborted || waiters.stopped) return reply.code(204).send();
+      await waiters.wait(daemon.id, left, gone.signal);
+    }
+  });
+}

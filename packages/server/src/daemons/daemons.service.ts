@@ -1,0 +1,59 @@
+import type { z } from 'zod';
+import type { HeartbeatRequest, RegisterRequest } from '@surveyor/contract';
+import type { Kysely } from 'kysely';
+import type { Principal } from '../auth/principal.js';
+import type { DB } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import * as repo from './daemons.repo.js';
+
+export type DaemonPrincipal = Extract<Principal, { kind: 'daemon' }>;
+
+/**
+ * The calling daemon, as named by X-Daemon-ID: it must be of the key's organisation and have
+ * registered with this key. Anything else is 404, so no caller ever reaches another daemon's jobs.
+ */
+export async function ownDaemon(db: Kysely<DB>, p: DaemonPrincipal) {
+  const daemon = p.daemonId ? await repo.findOwnDaemon(db, p.organisationId, p.daemonId, p.keyId) : undefined;
+  if (!daemon) throw new AppError('not_found', 'No daemon with this X-Daemon-ID is registered with this key; register first.');
+  return daemon;
+}
+
+/** Registers (or re-registers, by name) a daemon. `siteCode` binds a site on first registration only. */
+export async function register(db: Kysely<DB>, p: DaemonPrincipal, input: z.output<typeof RegisterRequest>): Promise<string> {
+  const facts: repo.DaemonFacts = {
+    keyId: p.keyId,
+    name: input.name,
+    version: input.version,
+    os: input.os,
+    arch: input.arch,
+    capabilities: input.capabilities,
+    networkCidrs: input.networkCidrs,
+    metadata: input.metadata,
+    bootId: input.bootId,
+  };
+  const attempt = () =>
+    db.transaction().execute(async (trx) => {
+      const existing = await repo.findDaemonByName(trx, p.organisationId, input.name);
+      if (existing) {
+        await repo.updateDaemon(trx, p.organisationId, existing.id, facts);
+        return existing.id;
+      }
+      const siteId = input.siteCode ? await repo.siteForCode(trx, p.organisationId, input.siteCode) : null;
+      return repo.insertDaemon(trx, p.organisationId, facts, siteId);
+    });
+  try {
+    return await attempt();
+  } catch (e) {
+    // Two first registrations of one name at once: the loser finds the winner's row.
+    if ((e as { code?: string }).code === '23505') return attempt();
+    throw e;
+  }
+}
+
+/** Spec 3.3: `online` → online, anything else → degraded. */
+export async function heartbeat(db: Kysely<DB>, p: DaemonPrincipal, input: z.output<typeof HeartbeatRequest>, intervalSeconds: number) {
+  const daemon = await ownDaemon(db, p);
+  const status = input.status === 'online' ? 'online' : 'degraded';
+  await repo.recordHeartbeat(db, p.organisationId, daemon.id, status, input.loadedSignatures, intervalSeconds);
+  return { status, serverTime: new Date().toISOString() } as const;
+}

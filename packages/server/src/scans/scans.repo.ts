@@ -1,0 +1,101 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+import { JOBS_CHANNEL } from '../daemons/job-waiters.js';
+
+const ts = (c: string) => sql<string | null>`to_char(${sql.ref(c)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`.as(c);
+
+export const sessionColumns = [
+  'id', 'state', 'network_id', 'daemon_id', 'nmap_enabled', 'nmap_scripts', 'hosts_total', 'hosts_scanned', 'ports_scanned', 'batches',
+  sql<string>`cidr::text`.as('cidr_text'), ts('created_at'), ts('dispatched_at'), ts('started_at'), ts('finished_at'), ts('updated_at'),
+] as const;
+
+export function findSession(db: Kysely<DB>, organisationId: string, id: string) {
+  return db.selectFrom('scan_sessions').select(sessionColumns).where('organisation_id', '=', organisationId).where('id', '=', id).executeTakeFirst();
+}
+
+export function findActiveSession(db: Kysely<DB>, organisationId: string, networkId: string) {
+  return db
+    .selectFrom('scan_sessions')
+    .select('id')
+    .where('organisation_id', '=', organisationId)
+    .where('network_id', '=', networkId)
+    .where('state', 'in', ['queued', 'dispatched', 'running', 'stalled'])
+    .executeTakeFirst();
+}
+
+export function findNetworkForScan(db: Kysely<DB>, organisationId: string, id: string) {
+  return db
+    .selectFrom('networks')
+    .select(['id', 'site_id', sql<string>`cidr::text`.as('cidr'), sql<string[]>`exclude_cidrs::text[]`.as('exclude_cidrs'), 'top_ports_tcp', 'top_ports_udp', 'nmap_enabled', 'nmap_scripts'])
+    .where('organisation_id', '=', organisationId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/**
+ * Online daemons that may scan the network, most recently heard first: those of its site, or for
+ * a network without a site those whose reported CIDRs contain it.
+ */
+export function candidateDaemons(db: Kysely<DB>, organisationId: string, network: { site_id: string | null; cidr: string }) {
+  let q = db
+    .selectFrom('daemons')
+    .select(['id', sql<boolean>`coalesce((capabilities->>'nmap')::boolean, false)`.as('has_nmap')])
+    .where('organisation_id', '=', organisationId)
+    .where('status', '=', 'online');
+  q = network.site_id
+    ? q.where('site_id', '=', network.site_id)
+    : q.where(sql<boolean>`exists (select 1 from unnest(network_cidrs) c where c >>= ${network.cidr}::cidr)`);
+  return q.orderBy('last_heartbeat_at', 'desc').execute();
+}
+
+export async function insertSession(
+  db: Kysely<DB>,
+  s: { organisationId: string; networkId: string; daemonId: string; keyId: string | null; cidr: string; excludeCidrs: string[]; topPortsTcp: number; topPortsUdp: number; nmapEnabled: boolean; nmapScripts: string[] },
+) {
+  const r = await sql<{ id: string }>`
+    insert into scan_sessions (organisation_id, network_id, daemon_id, requested_by_key_id, cidr, exclude_cidrs, top_ports_tcp, top_ports_udp, nmap_enabled, nmap_scripts)
+    values (${s.organisationId}, ${s.networkId}, ${s.daemonId}, ${s.keyId}, ${s.cidr}::cidr, ${s.excludeCidrs}::cidr[], ${s.topPortsTcp}, ${s.topPortsUdp}, ${s.nmapEnabled}, ${s.nmapScripts})
+    returning id`.execute(db);
+  return r.rows[0]!.id;
+}
+
+/** Queues a job for a daemon and notifies it (delivered when the caller's transaction commits). */
+export async function enqueueJob(db: Kysely<DB>, organisationId: string, daemonId: string, kind: 'network' | 'cancel', sessionId: string) {
+  await db.insertInto('daemon_jobs').values({ organisation_id: organisationId, daemon_id: daemonId, kind, session_id: sessionId }).execute();
+  await sql`select pg_notify(${JOBS_CHANNEL}, ${daemonId})`.execute(db);
+}
+
+/** Claims the daemon's oldest undelivered job; concurrent polls never get the same one. */
+export async function claimJob(db: Kysely<DB>, organisationId: string, daemonId: string) {
+  const r = await sql<{ kind: 'network' | 'cancel'; session_id: string }>`
+    update daemon_jobs d set delivered_at = now()
+    from (select id from daemon_jobs
+          where organisation_id = ${organisationId} and daemon_id = ${daemonId} and delivered_at is null
+          order by seq limit 1 for update skip locked) j
+    where d.organisation_id = ${organisationId} and d.id = j.id
+    returning d.kind, d.session_id`.execute(db);
+  return r.rows[0];
+}
+
+/**
+ * Moves a queued session to dispatched and returns its target; nmap stays on only if the daemon
+ * reports nmap now. Undefined when the session is no longer queued (cancelled meanwhile).
+ */
+export async function dispatchSession(db: Kysely<DB>, organisationId: string, sessionId: string) {
+  const r = await sql<{ cidr: string; exclude_cidrs: string[]; top_ports_tcp: number; top_ports_udp: number; nmap_enabled: boolean; nmap_scripts: string[] }>`
+    update scan_sessions s set state = 'dispatched', dispatched_at = now(), updated_at = now(),
+      nmap_enabled = s.nmap_enabled and coalesce((select (d.capabilities->>'nmap')::boolean from daemons d where d.organisation_id = s.organisation_id and d.id = s.daemon_id), false)
+    where s.organisation_id = ${organisationId} and s.id = ${sessionId} and s.state = 'queued'
+    returning s.cidr::text as cidr, s.exclude_cidrs::text[] as exclude_cidrs, s.top_ports_tcp, s.top_ports_udp, s.nmap_enabled, s.nmap_scripts`.execute(db);
+  return r.rows[0];
+}
+
+/** Cancels an unfinished session; returns its previous state, or undefined when it had finished. */
+export async function cancelSession(db: Kysely<DB>, organisationId: string, id: string) {
+  const r = await sql<{ previous: string; daemon_id: string }>`
+    update scan_sessions s set state = 'cancelled', finished_at = now(), updated_at = now()
+    from (select state as previous from scan_sessions where organisation_id = ${organisationId} and id = ${id} for update) old
+    where s.organisation_id = ${organisationId} and s.id = ${id} and s.state in ('queued', 'dispatched', 'running', 'stalled')
+    returning old.previous, s.daemon_id`.execute(db);
+  return r.rows[0];
+}

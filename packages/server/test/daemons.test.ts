@@ -1,0 +1,343 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as admin from '../src/admin/admin.service.js';
+import { type SeededOrg, type TestApp, bearer, buildTestApp, createTestDatabase, seedMemberWithKey, seedOrg, type TestDatabase } from './helpers.js';
+import { addSite } from './fixtures.js';
+
+type Inject = TestApp['app'];
+
+async function daemonKey(t: TestApp, org: SeededOrg) {
+  return (await admin.createDaemonKey(t.database.db, { type: 'cli' }, { org: org.organisationId })).token;
+}
+
+async function register(app: Inject, token: string, body: Record<string, unknown> = {}) {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/daemon/register',
+    headers: bearer(token),
+    payload: { name: `d-${randomUUID().slice(0, 8)}`, version: '1.0.0', os: 'linux', arch: 'amd64', capabilities: { ebpf: false, netflow: true, nmap: true }, networkCidrs: [], bootId: randomUUID(), metadata: {}, ...body },
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json().daemonId as string;
+}
+
+const daemonHeaders = (token: string, daemonId: string) => ({ ...bearer(token), 'x-daemon-id': daemonId });
+
+async function heartbeat(app: Inject, token: string, daemonId: string, status = 'online') {
+  const res = await app.inject({ method: 'POST', url: '/api/v1/daemon/heartbeat', headers: daemonHeaders(token, daemonId), payload: { status, loadedSignatures: { core: 120, custom: 3 } } });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+}
+
+function poll(app: Inject, token: string, daemonId: string, waitSeconds = 0) {
+  return app.inject({ method: 'POST', url: '/api/v1/daemon/jobs/poll', headers: daemonHeaders(token, daemonId), payload: { waitSeconds } });
+}
+
+describe('daemon registration and heartbeat (spec 3.3, 4.4)', () => {
+  let t: TestApp;
+  let org: SeededOrg;
+  let token: string;
+  beforeAll(async () => {
+    t = await buildTestApp();
+    org = await seedOrg(t.database);
+    token = await daemonKey(t, org);
+  });
+  afterAll(() => t.close());
+
+  it('registers and answers the daemon id with the default config', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/register', headers: bearer(token), payload: { name: 'edge-1', bootId: randomUUID(), capabilities: { nmap: true } } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ daemonId: expect.stringMatching(/^[0-9a-f-]{36}$/), config: { heartbeatIntervalSeconds: 30, jobPollTimeoutSeconds: 30 } });
+  });
+
+  it('is idempotent by name: a restarting daemon keeps its id, its facts are refreshed and a new boot id counts a restart', async () => {
+    const boot = randomUUID();
+    const id = await register(t.app, token, { name: 'Edge-Restart', bootId: boot, version: '1.0.0' });
+    expect(await register(t.app, token, { name: 'edge-restart', bootId: boot, version: '1.0.0' })).toBe(id);
+    expect(await register(t.app, token, { name: 'EDGE-RESTART', bootId: randomUUID(), version: '1.1.0', capabilities: { nmap: false } })).toBe(id);
+    const row = await t.database.db.selectFrom('daemons').select(['version', 'restart_count', 'capabilities']).where('id', '=', id).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ version: '1.1.0', restart_count: 1, capabilities: { nmap: false } });
+    expect(await t.database.db.selectFrom('daemons').select('id').where('organisation_id', '=', org.organisationId).where(sql`lower(name)`, '=', 'edge-restart').execute()).toHaveLength(1);
+  });
+
+  it('binds a site by siteCode on first registration only, creating the site when no site has the code', async () => {
+    const id = await register(t.app, token, { name: 'site-binder', siteCode: 'ams-1' });
+    const site = await t.database.db.selectFrom('sites').select(['id', 'name']).where('organisation_id', '=', org.organisationId).where('code', '=', 'ams-1').executeTakeFirstOrThrow();
+    expect(site.name).toBe('ams-1');
+    const siteOf = async () => (await t.database.db.selectFrom('daemons').select('site_id').where('id', '=', id).executeTakeFirstOrThrow()).site_id;
+    expect(await siteOf()).toBe(site.id);
+    await register(t.app, token, { name: 'site-binder', siteCode: 'fra-1' });
+    expect(await siteOf()).toBe(site.id);
+    const existing = await addSite(t.database.db, org.organisationId, 'LON-1');
+    const other = await register(t.app, token, { name: 'second', siteCode: 'lon-1' });
+    expect((await t.database.db.selectFrom('daemons').select('site_id').where('id', '=', other).executeTakeFirstOrThrow()).site_id).toBe(existing.id);
+  });
+
+  it('refuses a malformed registration with 400 and ignores unknown fields (newer daemons)', async () => {
+    const bad = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/register', headers: bearer(token), payload: { name: 'x', bootId: 'not-a-uuid', networkCidrs: ['10.0.0.1/8'] } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().code).toBe('validation_failed');
+    expect(bad.json().issues.map((i: { path: string }) => i.path)).toEqual(expect.arrayContaining(['body.bootId', 'body.networkCidrs.0']));
+    await register(t.app, token, { name: 'future', somethingNew: { a: 1 } });
+  });
+
+  it('refuses an API key and a missing key with 401', async () => {
+    const m = await seedMemberWithKey(t.database, org, 'owner', ['inventory:read']);
+    for (const headers of [bearer(m.token), {}]) {
+      const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/register', headers, payload: { name: 'x', bootId: randomUUID() } });
+      expect(res.statusCode).toBe(401);
+    }
+  });
+
+  it('maps heartbeat status: online is online, degraded and anything else degraded; a daemon never heard from is pending', async () => {
+    const id = await register(t.app, token);
+    const status = async () => (await t.database.db.selectFrom('daemons').select(['status', 'loaded_signatures', 'last_heartbeat_at']).where('id', '=', id).executeTakeFirstOrThrow());
+    expect((await status()).status).toBe('pending');
+    expect((await heartbeat(t.app, token, id, 'online')).status).toBe('online');
+    expect(await status()).toMatchObject({ status: 'online', loaded_signatures: { core: 120, custom: 3 }, last_heartbeat_at: expect.any(Date) });
+    expect((await heartbeat(t.app, token, id, 'degraded')).status).toBe('degraded');
+    expect((await heartbeat(t.app, token, id, 'on fire')).status).toBe('degraded');
+    expect((await heartbeat(t.app, token, id, 'online')).status).toBe('online');
+  });
+
+  it('refuses an X-Daemon-ID that is not the caller\'s own daemon: another key\'s or another organisation\'s is 404', async () => {
+    const id = await register(t.app, token);
+    const otherKey = await daemonKey(t, org);
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/heartbeat', headers: daemonHeaders(otherKey, id), payload: { status: 'online' } });
+    expect(res.statusCode).toBe(404);
+    expect(res.json().code).toBe('not_found');
+    const elsewhere = await seedOrg(t.database);
+    const theirKey = await daemonKey(t, elsewhere);
+    expect((await t.app.inject({ method: 'POST', url: '/api/v1/daemon/heartbeat', headers: daemonHeaders(theirKey, id), payload: { status: 'online' } })).statusCode).toBe(404);
+    expect((await poll(t.app, theirKey, id)).statusCode).toBe(404);
+    expect((await t.app.inject({ method: 'POST', url: '/api/v1/daemon/heartbeat', headers: bearer(token), payload: { status: 'online' } })).statusCode).toBe(401);
+  });
+});
+
+describe('scans and the job poll (spec 3.2, 4.3, 4.4; decisions.md "Scan sessions")', () => {
+  let t: TestApp;
+  let org: SeededOrg;
+  let token: string;
+  let scanner: { token: string };
+  beforeAll(async () => {
+    t = await buildTestApp();
+    org = await seedOrg(t.database);
+    token = await daemonKey(t, org);
+    scanner = await seedMemberWithKey(t.database, org, 'editor', ['scan:run', 'inventory:write', 'inventory:read']);
+  });
+  afterAll(() => t.close());
+
+  let n = 0;
+  async function network(body: Record<string, unknown> = {}) {
+    n++;
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/networks', headers: bearer(scanner.token), payload: { name: `net ${n}`, cidr: `10.${n}.0.0/16`, ...body } });
+    expect(res.statusCode, res.body).toBe(201);
+    return res.json() as { id: string; cidr: string };
+  }
+  const scan = (payload: Record<string, unknown>, tok = scanner.token) => t.app.inject({ method: 'POST', url: '/api/v1/scans', headers: bearer(tok), payload });
+  const sessions = async () => (await sql<{ n: number }>`select count(*)::int as n from scan_sessions where organisation_id = ${org.organisationId}`.execute(t.database.db)).rows[0]!.n;
+
+  it('queues a scan on an online daemon of the network\'s site: 202 with the session, handed over at the next poll', async () => {
+    const site = await addSite(t.database.db, org.organisationId, `s-${randomUUID().slice(0, 6)}`);
+    const net = await network({ siteId: site.id, excludeCidrs: [] });
+    const d = await register(t.app, token, { siteCode: (await t.database.db.selectFrom('sites').select('code').where('id', '=', site.id).executeTakeFirstOrThrow()).code });
+    await heartbeat(t.app, token, d);
+    const res = await scan({ networkId: net.id });
+    expect(res.statusCode, res.body).toBe(202);
+    expect(res.json()).toMatchObject({ sessionId: expect.any(String), state: 'queued', networkId: net.id, daemonId: d, progress: { hostsTotal: null, percent: null } });
+    const sessionId = res.json().sessionId;
+
+    const job = await poll(t.app, token, d);
+    expect(job.statusCode).toBe(200);
+    expect(job.json()).toEqual({ kind: 'network', sessionId, target: { cidr: net.cidr, excludeCidrs: [], topPortsTcp: 1000, topPortsUdp: 0, nmap: { enabled: false, scripts: [] } } });
+    const read = await t.app.inject({ method: 'GET', url: `/api/v1/scans/${sessionId}`, headers: bearer(scanner.token) });
+    expect(read.json()).toMatchObject({ state: 'dispatched', dispatchedAt: expect.any(String) });
+    expect((await poll(t.app, token, d)).statusCode).toBe(204);
+
+    const audit = await t.database.db.selectFrom('audit_log').selectAll().where('action', '=', 'scan.created').where('target_id', '=', sessionId).execute();
+    expect(audit).toHaveLength(1);
+  });
+
+  it('refuses a second scan of a network with an active session: 409 scan_already_active naming it', async () => {
+    const net = await network();
+    const d = await register(t.app, token, { networkCidrs: [net.cidr] });
+    await heartbeat(t.app, token, d);
+    const first = await scan({ networkId: net.id });
+    expect(first.statusCode).toBe(202);
+    const second = await scan({ networkId: net.id });
+    expect(second.statusCode).toBe(409);
+    expect(second.json()).toMatchObject({ code: 'scan_already_active', sessionId: first.json().sessionId });
+  });
+
+  it('refuses with 409 no_daemon_online, queueing nothing, when no daemon may scan the network', async () => {
+    const before = await sessions();
+    const net = await network();
+    const pending = await register(t.app, token, { networkCidrs: [net.cidr] }); // registered, never heard from
+    const res = await scan({ networkId: net.id });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().code).toBe('no_daemon_online');
+    // Online, but its CIDRs do not contain the network (a network without a site).
+    const elsewhere = await register(t.app, token, { networkCidrs: ['192.168.0.0/16'] });
+    await heartbeat(t.app, token, elsewhere);
+    expect((await scan({ networkId: net.id })).json().code).toBe('no_daemon_online');
+    // Degraded daemons take no scans either.
+    await heartbeat(t.app, token, pending, 'degraded');
+    expect((await scan({ networkId: net.id })).json().code).toBe('no_daemon_online');
+    expect(await sessions()).toBe(before);
+  });
+
+  it('refuses nmap without a capable daemon with 409 nmap_unavailable, queueing nothing', async () => {
+    const before = await sessions();
+    const net = await network();
+    const d = await register(t.app, token, { networkCidrs: [net.cidr], capabilities: { nmap: false } });
+    await heartbeat(t.app, token, d);
+    const res = await scan({ networkId: net.id, nmap: { enabled: true, scripts: ['default'] } });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().code).toBe('nmap_unavailable');
+    expect(await sessions()).toBe(before);
+    expect((await scan({ networkId: net.id, nmap: { enabled: false } })).statusCode).toBe(202);
+  });
+
+  it('re-checks nmap against the daemon\'s capabilities at hand-over', async () => {
+    const net = await network();
+    const name = `nmap-${randomUUID().slice(0, 6)}`;
+    const d = await register(t.app, token, { name, networkCidrs: [net.cidr], capabilities: { nmap: true } });
+    await heartbeat(t.app, token, d);
+    const res = await scan({ networkId: net.id, nmap: { enabled: true, scripts: ['safe', 'vuln'] } });
+    expect(res.statusCode).toBe(202);
+    expect(res.json().nmap).toEqual({ enabled: true, scripts: ['safe', 'vuln'] });
+    await register(t.app, token, { name, networkCidrs: [net.cidr], capabilities: { nmap: false } }); // nmap uninstalled
+    const job = await poll(t.app, token, d);
+    expect(job.json().target.nmap).toEqual({ enabled: false, scripts: [] });
+  });
+
+  it('refuses nmap script names, paths and the external category with 400', async () => {
+    const net = await network();
+    for (const scripts of [['http-title'], ['/tmp/x.nse'], ['external']]) {
+      const res = await scan({ networkId: net.id, nmap: { enabled: true, scripts } });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().code).toBe('validation_failed');
+    }
+  });
+
+  it('needs scan:run: inventory:write is not enough (403), and another organisation\'s network is 404', async () => {
+    const net = await network();
+    const writer = await seedMemberWithKey(t.database, org, 'editor', ['inventory:write']);
+    const res = await scan({ networkId: net.id }, writer.token);
+    expect(res.statusCode).toBe(403);
+    expect(res.json()).toMatchObject({ code: 'forbidden', requiredScope: 'scan:run' });
+    const other = await seedOrg(t.database);
+    const theirs = await seedMemberWithKey(t.database, other, 'editor', ['scan:run', 'inventory:read']);
+    expect((await scan({ networkId: net.id }, theirs.token)).statusCode).toBe(404);
+    expect((await scan({ networkId: randomUUID() })).json().code).toBe('not_found');
+  });
+
+  it('answers another organisation\'s session with 404', async () => {
+    const net = await network();
+    const d = await register(t.app, token, { networkCidrs: [net.cidr] });
+    await heartbeat(t.app, token, d);
+    const sessionId = (await scan({ networkId: net.id })).json().sessionId;
+    const other = await seedOrg(t.database);
+    const theirs = await seedMemberWithKey(t.database, other, 'editor', ['scan:run', 'inventory:read']);
+    expect((await t.app.inject({ method: 'GET', url: `/api/v1/scans/${sessionId}`, headers: bearer(theirs.token) })).statusCode).toBe(404);
+    expect((await t.app.inject({ method: 'POST', url: `/api/v1/scans/${sessionId}/cancel`, headers: bearer(theirs.token) })).statusCode).toBe(404);
+  });
+
+  it('cancels a queued session before hand-over (the poll then gets nothing) and tells a daemon holding one with a cancel job', async () => {
+    const net = await network();
+    const d = await register(t.app, token, { networkCidrs: [net.cidr] });
+    await heartbeat(t.app, token, d);
+    const queued = (await scan({ networkId: net.id })).json().sessionId;
+    const c1 = await t.app.inject({ method: 'POST', url: `/api/v1/scans/${queued}/cancel`, headers: bearer(scanner.token) });
+    expect(c1.statusCode).toBe(200);
+    expect(c1.json()).toMatchObject({ state: 'cancelled', finishedAt: expect.any(String) });
+    expect((await poll(t.app, token, d)).statusCode).toBe(204);
+
+    const held = (await scan({ networkId: net.id })).json().sessionId;
+    expect((await poll(t.app, token, d)).json()).toMatchObject({ kind: 'network', sessionId: held });
+    expect((await t.app.inject({ method: 'POST', url: `/api/v1/scans/${held}/cancel`, headers: bearer(scanner.token) })).statusCode).toBe(200);
+    expect((await poll(t.app, token, d)).json()).toEqual({ kind: 'cancel', sessionId: held });
+    const again = await t.app.inject({ method: 'POST', url: `/api/v1/scans/${held}/cancel`, headers: bearer(scanner.token) });
+    expect(again.statusCode).toBe(409);
+    expect(again.json().code).toBe('conflict');
+  });
+
+  it('caps the long poll at 60 seconds: waitSeconds 61 or negative is 400', async () => {
+    const d = await register(t.app, token);
+    for (const waitSeconds of [61, -1, 1.5]) {
+      const res = await poll(t.app, token, d, waitSeconds);
+      expect(res.statusCode).toBe(400);
+      expect(res.json().code).toBe('validation_failed');
+    }
+  });
+
+  it('answers 204 with an empty body after the wait when nothing is queued', async () => {
+    const d = await register(t.app, token);
+    const t0 = Date.now();
+    const res = await poll(t.app, token, d, 1);
+    expect(res.statusCode).toBe(204);
+    expect(res.body).toBe('');
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+  });
+
+  it('wakes a waiting poll the moment a scan is queued for its daemon', async () => {
+    const net = await network();
+    const d = await register(t.app, token, { networkCidrs: [net.cidr] });
+    await heartbeat(t.app, token, d);
+    const t0 = Date.now();
+    const waiting = poll(t.app, token, d, 20);
+    await new Promise((r) => setTimeout(r, 200));
+    const queued = await scan({ networkId: net.id });
+    const res = await waiting;
+    expect(res.statusCode).toBe(200);
+    expect(res.json().sessionId).toBe(queued.json().sessionId);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+  });
+
+  it('hands a job to exactly one of many concurrent polls', async () => {
+    const net = await network();
+    const d = await register(t.app, token, { networkCidrs: [net.cidr] });
+    await heartbeat(t.app, token, d);
+    const polls = Array.from({ length: 6 }, () => poll(t.app, token, d, 2));
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await scan({ networkId: net.id })).statusCode).toBe(202);
+    const results = await Promise.all(polls);
+    expect(results.filter((r) => r.statusCode === 200)).toHaveLength(1);
+    expect(results.filter((r) => r.statusCode === 204)).toHaveLength(5);
+  });
+});
+
+describe('long-poll wake-up across two web processes on one database', () => {
+  let testDb: TestDatabase;
+  let a: TestApp;
+  let b: TestApp;
+  beforeAll(async () => {
+    testDb = await createTestDatabase();
+    a = await buildTestApp({ testDb });
+    b = await buildTestApp({ testDb });
+  });
+  afterAll(async () => {
+    await a.close();
+    await b.close();
+    await testDb.drop();
+  });
+
+  it('wakes a poll held by one app when another app queues the scan', async () => {
+    const org = await seedOrg(a.database);
+    const token = await daemonKey(a, org);
+    const scanner = await seedMemberWithKey(a.database, org, 'editor', ['scan:run', 'inventory:write']);
+    const net = await a.app.inject({ method: 'POST', url: '/api/v1/networks', headers: bearer(scanner.token), payload: { name: 'n', cidr: '10.200.0.0/16' } });
+    const d = await register(a.app, token, { networkCidrs: ['10.0.0.0/8'] });
+    await heartbeat(a.app, token, d);
+    const t0 = Date.now();
+    const waiting = poll(a.app, token, d, 20);
+    await new Promise((r) => setTimeout(r, 200));
+    const queued = await b.app.inject({ method: 'POST', url: '/api/v1/scans', headers: bearer(scanner.token), payload: { networkId: net.json().id } });
+    expect(queued.statusCode, queued.body).toBe(202);
+    const res = await waiting;
+    expect(res.statusCode).toBe(200);
+    expect(res.json().sessionId).toBe(queued.json().sessionId);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+  });
+});
