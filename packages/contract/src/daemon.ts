@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Timestamp, Uuid } from './common.js';
-import { Cidr, NmapSettings } from './inventory.js';
+import { Cidr, IpAddress, NmapSettings } from './inventory.js';
 
 // Daemon request bodies ignore unknown fields (decisions.md): a newer daemon works with an older
 // server. API write bodies stay strict.
@@ -88,4 +88,145 @@ export const ScanSession = z.object({
   startedAt: Timestamp.nullable(),
   finishedAt: Timestamp.nullable(),
   updatedAt: Timestamp,
+});
+
+// ---------------------------------------------------------------------------------------------
+// Observations (spec 4.4, 4.5; decisions.md "Observation elements"). Only the identifying fields
+// are required; an absent field means "not observed", never "erase".
+
+const Text = (max = 1000) => z.string().max(max).optional();
+const Mac = z
+  .string()
+  .regex(/^[0-9A-Fa-f]{2}([:-]?)[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2}){4}$/, 'expected a MAC address such as 00:11:22:33:44:55')
+  .transform((m) => m.replace(/[:-]/g, '').toLowerCase().replace(/(..)(?!$)/g, '$1:'));
+const Fingerprint = z.string().min(1).max(200).describe('Daemon-stable host key.');
+const Port = z.number().int().min(0).max(65535);
+const Protocol = z.enum(['tcp', 'udp', 'sctp']);
+
+export const ObservedHost = z.object({
+  fingerprint: Fingerprint,
+  hostname: Text(255),
+  fqdn: Text(255),
+  vendor: Text(200),
+  os: Text(200),
+  deviceType: Text(100),
+  interfaces: z.array(z.object({ name: z.string().min(1).max(100), mac: Mac.optional(), addresses: z.array(IpAddressField()).max(64).optional() })).max(256).optional(),
+  parentFingerprint: Fingerprint.optional(),
+});
+
+function IpAddressField() {
+  return IpAddress;
+}
+
+export const ObservedIp = z.object({ hostFingerprint: Fingerprint, address: IpAddressField(), family: z.union([z.literal(4), z.literal(6)]).optional(), mac: Mac.optional() });
+
+export const ObservedPort = z.object({
+  fingerprint: Fingerprint,
+  address: IpAddressField(),
+  protocol: Protocol,
+  number: Port,
+  state: z.enum(['open', 'closed', 'filtered']).default('open'),
+  banner: Text(4000),
+});
+
+export const ObservedService = z.object({
+  fingerprint: Fingerprint,
+  address: IpAddressField(),
+  protocol: Protocol,
+  port: Port,
+  signatureId: Text(200),
+  signatureSource: z.enum(['core', 'custom', 'nmap']).optional(),
+  name: Text(100),
+  product: Text(200),
+  vendor: Text(200),
+  version: Text(100),
+  cpe: Text(500),
+  confidence: z.number().int().min(0).max(100).optional(),
+  evidence: Text(4000),
+});
+
+export const ObservedNeighbor = z.object({
+  fingerprint: Fingerprint,
+  localInterface: z.string().min(1).max(100),
+  remoteChassisId: z.string().min(1).max(200),
+  remotePortId: Text(200),
+  remoteSystemName: Text(255),
+  managementAddress: IpAddressField().optional(),
+  protocol: z.enum(['lldp', 'cdp']).default('lldp'),
+});
+
+export const ObservedVlan = z.object({
+  fingerprint: Fingerprint,
+  vlanId: z.number().int().min(0).max(4095),
+  name: Text(100),
+  tagged: z.array(z.string().max(100)).max(1024).optional(),
+  untagged: z.array(z.string().max(100)).max(1024).optional(),
+});
+
+export const ObservedRoute = z.object({
+  fingerprint: Fingerprint,
+  destination: z.string().max(50),
+  nextHop: IpAddressField().optional(),
+  interface: Text(100),
+  metric: z.number().int().min(0).optional(),
+});
+
+export const ObservedLagGroup = z.object({
+  fingerprint: Fingerprint,
+  name: z.string().min(1).max(100),
+  protocol: z.enum(['lacp', 'static']).optional(),
+  members: z.array(z.string().max(100)).max(64).default([]),
+});
+
+export const ObservedTls = z.object({
+  fingerprint: Fingerprint,
+  address: IpAddressField(),
+  port: Port,
+  chainPem: z.array(z.string().max(20_000)).max(10).optional().describe('PEM certificates, leaf first.'),
+  subject: Text(2000),
+  issuer: Text(2000),
+  notBefore: z.iso.datetime({ offset: true }).optional(),
+  notAfter: z.iso.datetime({ offset: true }).optional(),
+  sha256: z.string().regex(/^[0-9A-Fa-f:]{64,95}$/, 'expected the SHA-256 of the leaf in hex').transform((h) => h.replace(/:/g, '').toLowerCase()),
+});
+
+export const FlowRecord = z.object({
+  bucketStart: z.iso.datetime({ offset: true }),
+  srcIp: IpAddressField(),
+  dstIp: IpAddressField(),
+  dstPort: Port,
+  protocol: z.string().min(1).max(20),
+  packets: z.number().int().min(0),
+  bytes: z.number().int().min(0),
+  source: z.string().min(1).max(50),
+});
+
+const batch = <T extends z.ZodType>(item: T) => z.array(item).max(100_000).default([]);
+
+export const ObservationsRequest = z.object({
+  sessionId: Uuid,
+  final: z.boolean().default(false).describe('True on the last batch of a scan.'),
+  hosts: batch(ObservedHost),
+  ips: batch(ObservedIp),
+  ports: batch(ObservedPort),
+  services: batch(ObservedService),
+  neighbors: batch(ObservedNeighbor),
+  vlans: batch(ObservedVlan),
+  routes: batch(ObservedRoute),
+  lagGroups: batch(ObservedLagGroup),
+  tls: batch(ObservedTls),
+  flows: batch(FlowRecord),
+  stats: z
+    .object({
+      hostsScanned: z.number().int().min(0).optional(),
+      portsScanned: z.number().int().min(0).optional(),
+      durationMs: z.number().int().min(0).optional(),
+      hostsTotal: z.number().int().min(0).optional().describe('Hosts the sweep found: the progress denominator, sent from the first batch on.'),
+    })
+    .default({}),
+});
+
+export const ObservationsResponse = z.object({
+  accepted: z.number().int().describe('Rows of the batch taken into the inventory.'),
+  dedupHits: z.number().int().describe('Rows that matched what the inventory already held, changing nothing.'),
 });

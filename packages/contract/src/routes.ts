@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ApiKeyCreated, ApiKeyInfo, ChangePasswordRequest, CreateApiKeyRequest, KeyIntrospection, LoginRequest, type Role, type Scope, SessionInfo } from './auth.js';
 import { Uuid } from './common.js';
-import { CreateScanRequest, HeartbeatRequest, HeartbeatResponse, PollRequest, PollResponse, RegisterRequest, RegisterResponse, ScanSession } from './daemon.js';
+import { CreateScanRequest, HeartbeatRequest, HeartbeatResponse, ObservationsRequest, ObservationsResponse, PollRequest, PollResponse, RegisterRequest, RegisterResponse, ScanSession } from './daemon.js';
 import {
   type CollectionName,
   CreateNetworkRequest,
@@ -273,6 +273,20 @@ export const routes = {
     auth: { kind: 'daemon', daemonId: true },
     body: PollRequest,
     response: { 200: PollResponse, 204: null },
+  }),
+  daemonObservations: route({
+    method: 'POST',
+    url: '/api/v1/daemon/observations',
+    operationId: 'daemonObservations',
+    summary: 'Post a batch of a scan\'s observations; the control plane reconciles them into the inventory',
+    description:
+      'One transaction per batch; idempotent (a replayed, split or duplicated batch changes nothing further). Absent fields mean "not observed", never "erase". ' +
+      'The first batch moves the session to running, `final` completes it; only a completed session marks absent what it did not see inside its CIDR. ' +
+      'A batch for a cancelled session is 409 `session_cancelled`; for an unknown session 404. Bodies may be gzip-compressed (`Content-Encoding: gzip`), up to `SERVICE_INGEST_BODY_LIMIT_BYTES` (413 above).',
+    tags: ['daemon'],
+    auth: { kind: 'daemon', daemonId: true },
+    body: ObservationsRequest,
+    response: { 200: ObservationsResponse },
   }),
   introspectKey: route({
     method: 'GET',

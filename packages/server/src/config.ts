@@ -36,6 +36,7 @@ export const ConfigSchema = z
     SERVICE_RATE_LIMIT_LOGIN_PER_MINUTE: int(1, 10_000).default(10).describe('Login attempts a minute per client address.'),
     SERVICE_SESSION_TTL_HOURS: int(1, 24 * 30).default(12).describe('Lifetime of a browser session.'),
     SERVICE_BODY_LIMIT_BYTES: int(1024, 256 * 1024 * 1024).default(4 * 1024 * 1024).describe('Largest request body accepted (413 above).'),
+    SERVICE_INGEST_BODY_LIMIT_BYTES: int(1024, 1024 * 1024 * 1024).default(64 * 1024 * 1024).describe('Largest daemon observation or flow batch, after gzip decompression (413 above).'),
     SERVICE_DAEMON_HEARTBEAT_SECONDS: int(5, 3600).default(30).describe('Heartbeat interval handed to daemons at registration.'),
     SERVICE_DAEMON_POLL_TIMEOUT_SECONDS: int(1, 60).default(30).describe('Long-poll wait handed to daemons at registration (at most 60).'),
     SERVICE_TRUST_PROXY: z.string().default('false').describe('Fastify trustProxy: false, true, a hop count, or a comma-separated list of proxy addresses. Decides the client address used by rate limits.'),
@@ -59,6 +60,7 @@ export const ConfigSchema = z
     },
     sessionTtlHours: e.SERVICE_SESSION_TTL_HOURS,
     bodyLimitBytes: e.SERVICE_BODY_LIMIT_BYTES,
+    ingestBodyLimitBytes: e.SERVICE_INGEST_BODY_LIMIT_BYTES,
     trustProxy: parseTrustProxy(e.SERVICE_TRUST_PROXY),
     daemon: { heartbeatSeconds: e.SERVICE_DAEMON_HEARTBEAT_SECONDS, pollTimeoutSeconds: e.SERVICE_DAEMON_POLL_TIMEOUT_SECONDS },
   }));

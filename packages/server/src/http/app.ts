@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createGunzip } from 'node:zlib';
 import fastifyCookie from '@fastify/cookie';
 import { type RouteDef, problemCodes, routes } from '@surveyor/contract';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
@@ -18,6 +19,7 @@ import { registerScanRoutes } from '../scans/scans.routes.js';
 import { registerInventoryRoutes } from '../inventory/inventory.routes.js';
 import { registerAuthHook } from './auth-hook.js';
 import { registerMetaRoutes } from './meta.routes.js';
+import { AppError } from '../errors.js';
 import { errorHandler, sendProblem } from './problems.js';
 import { RateLimiter } from './rate-limit.js';
 
@@ -98,6 +100,15 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   const paths = FindMyWay();
   app.addHook('onRoute', (r) => {
     for (const m of [r.method].flat()) if (m !== 'HEAD') paths.on(m as 'GET', r.url, () => {});
+  });
+
+  // Daemons on slow links send gzip bodies; the route's body limit applies to the decompressed size.
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    const encoding = request.headers['content-encoding'];
+    if (!encoding || encoding === 'identity') return payload;
+    if (encoding !== 'gzip') throw new AppError('unsupported_media_type', `Content-Encoding ${encoding} is not supported; send gzip or nothing.`);
+    delete request.headers['content-length'];
+    return payload.pipe(createGunzip());
   });
 
   await app.register(fastifyCookie);

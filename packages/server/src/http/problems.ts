@@ -49,6 +49,8 @@ export function errorHandler(baseUrl: string) {
       if (where === 'querystring' && request.routeOptions.config?.collection && accepted) {
         return sendCollectionQueryProblem(reply, baseUrl, error.validation, accepted);
       }
+      // The log gets the shape of what failed (field names, array lengths), never a value.
+      request.log.warn({ shape: shapeOf(request.body), failed: error.validation.map((v) => `${where}${String(v.instancePath ?? '')}`) }, 'request failed validation');
       const issues = error.validation.map((v) => ({
         path: [where === 'querystring' ? 'query' : where, ...String(v.instancePath ?? '').split('/').filter(Boolean)].join('.'),
         message: v.message ?? 'invalid',
@@ -74,6 +76,19 @@ export function errorHandler(baseUrl: string) {
     if (status === 503 || isDatabaseUnavailable(error)) return sendProblem(reply, baseUrl, 'service_unavailable', 'A dependency is unavailable; try again shortly.');
     return sendProblem(reply, baseUrl, 'internal_error', 'An unexpected error occurred. Quote the requestId when reporting it.');
   };
+}
+
+/** Field names, kinds and array lengths of a body; no value ever appears. */
+export function shapeOf(body: unknown, depth = 0): unknown {
+  if (Array.isArray(body)) {
+    const keys = new Set<string>();
+    for (const item of body.slice(0, 100)) if (item && typeof item === 'object' && !Array.isArray(item)) for (const k of Object.keys(item)) keys.add(k);
+    return keys.size ? { length: body.length, fields: [...keys].sort() } : { length: body.length };
+  }
+  if (body === null) return 'null';
+  if (typeof body !== 'object') return typeof body;
+  if (depth > 2) return 'object';
+  return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, shapeOf(v, depth + 1)]));
 }
 
 type ValidationIssue = { keyword: string; instancePath?: string; message?: string; params?: Record<string, unknown> };

@@ -19,6 +19,7 @@ export function addRoute<R extends RouteDef>(
   app: FastifyInstance,
   def: R,
   handler: (request: RouteRequest<R>, reply: FastifyReply) => Promise<unknown>,
+  options: { bodyLimit?: number } = {},
 ): void {
   const response = Object.fromEntries(Object.entries(def.response).filter(([, s]) => s !== null && !def.produces));
   app.withTypeProvider<ZodTypeProvider>().route({
@@ -32,5 +33,6 @@ export function addRoute<R extends RouteDef>(
     },
     config: { auth: def.auth, operationId: def.operationId, internal: def.internal ?? false, rateLimited: def.rateLimited ?? true, collection: def.collection ?? false, queryParams: def.querystring ? Object.keys(def.querystring.shape) : [] },
     handler: handler as never,
+    ...options,
   });
 }

@@ -1,0 +1,326 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+
+type Db = Kysely<DB>;
+const rows = async <T>(q: ReturnType<typeof sql<T>>, db: Db) => (await q.execute(db)).rows;
+
+/** The session, locked for this batch, with its daemon's site. Undefined when not this daemon's. */
+export async function lockSession(db: Db, organisationId: string, sessionId: string, daemonId: string) {
+  const r = await rows(
+    sql<{ state: string; cidr: string; exclude_cidrs: string[]; since: Date; site_id: string | null }>`
+      select s.state, s.cidr::text as cidr, s.exclude_cidrs::text[] as exclude_cidrs, coalesce(s.started_at, now()) as since, d.site_id
+        from scan_sessions s join daemons d on d.organisation_id = s.organisation_id and d.id = s.daemon_id
+       where s.organisation_id = ${organisationId} and s.id = ${sessionId} and s.daemon_id = ${daemonId}
+       for update of s`,
+    db,
+  );
+  return r[0];
+}
+
+export async function knownFingerprints(db: Db, organisationId: string, fingerprints: string[]) {
+  return rows(sql<{ fingerprint: string; host_id: string }>`select fingerprint, host_id from host_fingerprints where organisation_id = ${organisationId} and fingerprint = any(${fingerprints}::text[])`, db);
+}
+
+/** Hosts of the site holding one of these MACs (on an address or an interface). */
+export async function hostsByMac(db: Db, organisationId: string, siteId: string | null, macs: string[]) {
+  if (macs.length === 0) return [];
+  return rows(
+    sql<{ mac: string; host_id: string }>`
+      select x.mac::text as mac, x.host_id from (
+        select mac, host_id from host_addresses where organisation_id = ${organisationId} and mac = any(${macs}::macaddr[])
+        union select mac, host_id from host_interfaces where organisation_id = ${organisationId} and mac = any(${macs}::macaddr[])
+      ) x join hosts h on h.organisation_id = ${organisationId} and h.id = x.host_id
+      where h.site_id is not distinct from ${siteId}::uuid`,
+    db,
+  );
+}
+
+/** Hosts of the site holding one of these addresses. */
+export async function hostsByAddress(db: Db, organisationId: string, siteId: string | null, addresses: string[]) {
+  if (addresses.length === 0) return [];
+  return rows(
+    sql<{ address: string; host_id: string }>`
+      select v.addr as address, a.host_id from unnest(${addresses}::text[]) v(addr)
+        join host_addresses a on a.organisation_id = ${organisationId} and a.address = v.addr::inet
+        join hosts h on h.organisation_id = a.organisation_id and h.id = a.host_id
+       where h.site_id is not distinct from ${siteId}::uuid`,
+    db,
+  );
+}
+
+/** New hosts, one per fingerprint; returns how many were created. */
+export async function createHosts(db: Db, organisationId: string, siteId: string | null, fingerprints: string[]) {
+  if (fingerprints.length === 0) return [];
+  const created = await rows(
+    sql<{ id: string; fingerprint: string }>`
+      insert into hosts (organisation_id, fingerprint, site_id)
+      select ${organisationId}, f, ${siteId}::uuid from unnest(${fingerprints}::text[]) f
+      on conflict (organisation_id, fingerprint) do nothing
+      returning id, fingerprint`,
+    db,
+  );
+  await sql`
+    insert into host_fingerprints (organisation_id, fingerprint, host_id)
+    select h.organisation_id, h.fingerprint, h.id from hosts h where h.organisation_id = ${organisationId} and h.fingerprint = any(${fingerprints}::text[])
+    on conflict do nothing`.execute(db);
+  return created;
+}
+
+export async function linkFingerprints(db: Db, organisationId: string, links: { fingerprint: string; hostId: string }[]) {
+  if (links.length === 0) return;
+  await sql`
+    insert into host_fingerprints (organisation_id, fingerprint, host_id)
+    select ${organisationId}, f, h from unnest(${links.map((l) => l.fingerprint)}::text[], ${links.map((l) => l.hostId)}::uuid[]) as v(f, h)
+    on conflict do nothing`.execute(db);
+}
+
+export interface HostFacts {
+  id: string;
+  hostname: string | null;
+  fqdn: string | null;
+  vendor: string | null;
+  os: string | null;
+  deviceType: string | null;
+  parentId: string | null;
+}
+
+/** Fills host facts (absent stays as it was); returns the ids whose facts changed. */
+export async function updateHosts(db: Db, organisationId: string, since: Date, hosts: HostFacts[]) {
+  if (hosts.length === 0) return [];
+  const col = <K extends keyof HostFacts>(k: K) => hosts.map((h) => h[k]);
+  return rows(
+    sql<{ id: string; changed: boolean }>`
+      update hosts h set
+        hostname = coalesce(v.hostname, h.hostname), fqdn = coalesce(v.fqdn, h.fqdn), vendor = coalesce(v.vendor, h.vendor),
+        os = coalesce(v.os, h.os), device_type = coalesce(v.device_type, h.device_type), parent_host_id = coalesce(v.parent_id, h.parent_host_id),
+        last_seen_at = now(),
+        updated_at = case when v.changed then now() else h.updated_at end
+      from (
+        select v.*, (
+          (v.hostname is not null and v.hostname is distinct from o.hostname) or (v.fqdn is not null and v.fqdn is distinct from o.fqdn) or
+          (v.vendor is not null and v.vendor is distinct from o.vendor) or (v.os is not null and v.os is distinct from o.os) or
+          (v.device_type is not null and v.device_type is distinct from o.device_type) or (v.parent_id is not null and v.parent_id is distinct from o.parent_host_id)
+        ) as changed, o.last_seen_at as old_seen
+        from unnest(${col('id')}::uuid[], ${col('hostname')}::text[], ${col('fqdn')}::text[], ${col('vendor')}::text[], ${col('os')}::text[], ${col('deviceType')}::text[], ${col('parentId')}::uuid[])
+          as v(id, hostname, fqdn, vendor, os, device_type, parent_id)
+        join hosts o on o.organisation_id = ${organisationId} and o.id = v.id
+      ) v
+      where h.organisation_id = ${organisationId} and h.id = v.id and (v.changed or v.old_seen < ${since})
+      returning h.id, v.changed`,
+    db,
+  );
+}
+
+/** Host addresses; returns how many rows were written (new, changed MAC, or first sight this session). */
+export async function upsertAddresses(db: Db, organisationId: string, since: Date, a: { hostId: string; address: string; mac: string | null }[]) {
+  if (a.length === 0) return 0;
+  const r = await rows(
+    sql<{ inserted: boolean }>`
+      insert into host_addresses (organisation_id, host_id, address, mac)
+      select ${organisationId}, h, addr::inet, m::macaddr from unnest(${a.map((x) => x.hostId)}::uuid[], ${a.map((x) => x.address)}::text[], ${a.map((x) => x.mac)}::text[]) as v(h, addr, m)
+      on conflict (organisation_id, host_id, address) do update set mac = coalesce(excluded.mac, host_addresses.mac), last_seen_at = now()
+      where (excluded.mac is not null and excluded.mac is distinct from host_addresses.mac) or host_addresses.last_seen_at < ${since}
+      returning (xmax = 0) as inserted`,
+    db,
+  );
+  return r.length;
+}
+
+export async function upsertInterfaces(db: Db, organisationId: string, since: Date, a: { hostId: string; name: string; mac: string | null }[]) {
+  if (a.length === 0) return 0;
+  const r = await rows(
+    sql<{ n: number }>`
+      insert into host_interfaces (organisation_id, host_id, name, mac)
+      select ${organisationId}, h, n, m::macaddr from unnest(${a.map((x) => x.hostId)}::uuid[], ${a.map((x) => x.name)}::text[], ${a.map((x) => x.mac)}::text[]) as v(h, n, m)
+      on conflict (organisation_id, host_id, name) do update set mac = coalesce(excluded.mac, host_interfaces.mac), last_seen_at = now()
+      where (excluded.mac is not null and excluded.mac is distinct from host_interfaces.mac) or host_interfaces.last_seen_at < ${since}
+      returning 1 as n`,
+    db,
+  );
+  return r.length;
+}
+
+export interface ServiceFacts {
+  hostId: string;
+  protocol: string;
+  port: number;
+  address: string | null;
+  state: string | null;
+  banner: string | null;
+  name: string | null;
+  product: string | null;
+  vendor: string | null;
+  version: string | null;
+  cpe: string | null;
+  signatureId: string | null;
+  signatureSource: string | null;
+  confidence: number | null;
+  evidence: string | null;
+}
+
+const SERVICE_FIELDS = ['banner', 'name', 'product', 'vendor', 'version', 'cpe', 'signature_id', 'signature_source', 'confidence', 'evidence'] as const;
+
+/** Ports and what runs on them, one row per (host, protocol, port). Returns the written rows. */
+export async function upsertServices(db: Db, organisationId: string, since: Date, s: ServiceFacts[]) {
+  if (s.length === 0) return [];
+  const col = <K extends keyof ServiceFacts>(k: K) => s.map((x) => x[k]);
+  const changed = SERVICE_FIELDS.map((f) => `(excluded.${f} is not null and excluded.${f} is distinct from services.${f})`).join(' or ');
+  const set = SERVICE_FIELDS.map((f) => `${f} = coalesce(excluded.${f}, services.${f})`).join(', ');
+  return rows(
+    sql<{ id: string; inserted: boolean }>`
+      insert into services (organisation_id, host_id, protocol, port, address, state, banner, name, product, vendor, version, cpe, signature_id, signature_source, confidence, evidence)
+      select ${organisationId}, h, pr, po, addr::inet, coalesce(st, 'open'), b, n, p, ve, v, c, si, ss, cf, ev
+      from unnest(${col('hostId')}::uuid[], ${col('protocol')}::text[], ${col('port')}::int[], ${col('address')}::text[], ${col('state')}::text[], ${col('banner')}::text[],
+                  ${col('name')}::text[], ${col('product')}::text[], ${col('vendor')}::text[], ${col('version')}::text[], ${col('cpe')}::text[],
+                  ${col('signatureId')}::text[], ${col('signatureSource')}::text[], ${col('confidence')}::smallint[], ${col('evidence')}::text[])
+        as v(h, pr, po, addr, st, b, n, p, ve, v, c, si, ss, cf, ev)
+      on conflict (organisation_id, host_id, protocol, port) do update set
+        address = coalesce(excluded.address, services.address), state = excluded.state, ${sql.raw(set)},
+        gone_at = null, last_seen_at = now(),
+        updated_at = case when ${sql.raw(changed)} or excluded.state is distinct from services.state or services.gone_at is not null then now() else services.updated_at end
+      where ${sql.raw(changed)} or excluded.state is distinct from services.state or services.gone_at is not null or services.last_seen_at < ${since}
+      returning id, (xmax = 0) as inserted`,
+    db,
+  );
+}
+
+export interface CertificateRow {
+  hostId: string;
+  address: string;
+  port: number;
+  subject: string;
+  issuer: string;
+  notBefore: Date;
+  notAfter: Date;
+  sha256: string;
+  chainPem: string[];
+  trustStatus: string;
+}
+
+export async function upsertCertificates(db: Db, organisationId: string, since: Date, c: CertificateRow[]) {
+  if (c.length === 0) return 0;
+  const col = <K extends keyof CertificateRow>(k: K) => c.map((x) => x[k]);
+  const r = await rows(
+    sql<{ n: number }>`
+      insert into certificates (organisation_id, host_id, address, port, subject, issuer, not_before, not_after, sha256, chain_pem, trust_status)
+      select ${organisationId}, h, a::inet, p, su, iss, nb, na, sha, coalesce((select array_agg(x) from jsonb_array_elements_text(ch::jsonb) x), '{}'), ts
+      from unnest(${col('hostId')}::uuid[], ${col('address')}::text[], ${col('port')}::int[], ${col('subject')}::text[], ${col('issuer')}::text[],
+                  ${col('notBefore')}::timestamptz[], ${col('notAfter')}::timestamptz[], ${col('sha256')}::text[], ${c.map((x) => JSON.stringify(x.chainPem))}::text[], ${col('trustStatus')}::text[])
+        as v(h, a, p, su, iss, nb, na, sha, ch, ts)
+      on conflict (organisation_id, host_id, coalesce(port, -1), sha256) do update set
+        trust_status = excluded.trust_status, address = excluded.address, last_seen_at = now(),
+        updated_at = case when excluded.trust_status is distinct from certificates.trust_status then now() else certificates.updated_at end
+      where excluded.trust_status is distinct from certificates.trust_status or certificates.last_seen_at < ${since}
+      returning 1 as n`,
+    db,
+  );
+  return r.length;
+}
+
+/** Generic upsert for the layer-2/3 tables: written rows counted. */
+export async function upsertNeighbors(db: Db, o: string, since: Date, n: { hostId: string; localInterface: string; remoteChassisId: string; remotePortId: string | null; remoteSystemName: string | null; managementAddress: string | null; protocol: string }[]) {
+  if (n.length === 0) return 0;
+  const c = <K extends keyof (typeof n)[number]>(k: K) => n.map((x) => x[k]);
+  const r = await rows(
+    sql<{ n: number }>`
+      insert into host_neighbors (organisation_id, host_id, local_interface, remote_chassis_id, remote_port_id, remote_system_name, management_address, protocol)
+      select ${o}, h, li, rc, rp, rs, ma::inet, pr from unnest(${c('hostId')}::uuid[], ${c('localInterface')}::text[], ${c('remoteChassisId')}::text[], ${c('remotePortId')}::text[], ${c('remoteSystemName')}::text[], ${c('managementAddress')}::text[], ${c('protocol')}::text[]) as v(h, li, rc, rp, rs, ma, pr)
+      on conflict (organisation_id, host_id, local_interface, remote_chassis_id) do update set
+        remote_port_id = coalesce(excluded.remote_port_id, host_neighbors.remote_port_id), remote_system_name = coalesce(excluded.remote_system_name, host_neighbors.remote_system_name),
+        management_address = coalesce(excluded.management_address, host_neighbors.management_address), protocol = excluded.protocol, last_seen_at = now()
+      where (excluded.remote_port_id is not null and excluded.remote_port_id is distinct from host_neighbors.remote_port_id)
+         or (excluded.remote_system_name is not null and excluded.remote_system_name is distinct from host_neighbors.remote_system_name)
+         or (excluded.management_address is not null and excluded.management_address is distinct from host_neighbors.management_address)
+         or excluded.protocol is distinct from host_neighbors.protocol or host_neighbors.last_seen_at < ${since}
+      returning 1 as n`,
+    db,
+  );
+  return r.length;
+}
+
+export async function upsertVlans(db: Db, o: string, since: Date, v: { hostId: string; vlanId: number; name: string | null; tagged: string[]; untagged: string[] }[]) {
+  if (v.length === 0) return 0;
+  const r = await rows(
+    sql<{ n: number }>`
+      insert into host_vlans (organisation_id, host_id, vlan_id, name, tagged, untagged)
+      select ${o}, h, vid, n, coalesce((select array_agg(x) from jsonb_array_elements_text(t::jsonb) x), '{}'), coalesce((select array_agg(x) from jsonb_array_elements_text(u::jsonb) x), '{}')
+      from unnest(${v.map((x) => x.hostId)}::uuid[], ${v.map((x) => x.vlanId)}::int[], ${v.map((x) => x.name)}::text[], ${v.map((x) => JSON.stringify(x.tagged))}::text[], ${v.map((x) => JSON.stringify(x.untagged))}::text[]) as v(h, vid, n, t, u)
+      on conflict (organisation_id, host_id, vlan_id) do update set name = coalesce(excluded.name, host_vlans.name), tagged = excluded.tagged, untagged = excluded.untagged, last_seen_at = now()
+      where excluded.tagged is distinct from host_vlans.tagged or excluded.untagged is distinct from host_vlans.untagged
+         or (excluded.name is not null and excluded.name is distinct from host_vlans.name) or host_vlans.last_seen_at < ${since}
+      returning 1 as n`,
+    db,
+  );
+  return r.length;
+}
+
+export async function upsertRoutes(db: Db, o: string, since: Date, v: { hostId: string; destination: string; nextHop: string | null; iface: string; metric: number | null }[]) {
+  if (v.length === 0) return 0;
+  const r = await rows(
+    sql<{ n: number }>`
+      insert into host_routes (organisation_id, host_id, destination, next_hop, interface, metric)
+      select ${o}, h, network(d::inet)::cidr, nh::inet, i, m from unnest(${v.map((x) => x.hostId)}::uuid[], ${v.map((x) => x.destination)}::text[], ${v.map((x) => x.nextHop)}::text[], ${v.map((x) => x.iface)}::text[], ${v.map((x) => x.metric)}::int[]) as v(h, d, nh, i, m)
+      on conflict (organisation_id, host_id, destination, interface) do update set next_hop = coalesce(excluded.next_hop, host_routes.next_hop), metric = coalesce(excluded.metric, host_routes.metric), last_seen_at = now()
+      where (excluded.next_hop is not null and excluded.next_hop is distinct from host_routes.next_hop) or (excluded.metric is not null and excluded.metric is distinct from host_routes.metric) or host_routes.last_seen_at < ${since}
+      returning 1 as n`,
+    db,
+  );
+  return r.length;
+}
+
+export async function upsertLagGroups(db: Db, o: string, since: Date, v: { hostId: string; name: string; protocol: string | null; members: string[] }[]) {
+  if (v.length === 0) return 0;
+  const r = await rows(
+    sql<{ n: number }>`
+      insert into host_lag_groups (organisation_id, host_id, name, protocol, members)
+      select ${o}, h, n, p, coalesce((select array_agg(x) from jsonb_array_elements_text(m::jsonb) x), '{}') from unnest(${v.map((x) => x.hostId)}::uuid[], ${v.map((x) => x.name)}::text[], ${v.map((x) => x.protocol)}::text[], ${v.map((x) => JSON.stringify(x.members))}::text[]) as v(h, n, p, m)
+      on conflict (organisation_id, host_id, name) do update set protocol = coalesce(excluded.protocol, host_lag_groups.protocol), members = excluded.members, last_seen_at = now()
+      where excluded.members is distinct from host_lag_groups.members or (excluded.protocol is not null and excluded.protocol is distinct from host_lag_groups.protocol) or host_lag_groups.last_seen_at < ${since}
+      returning 1 as n`,
+    db,
+  );
+  return r.length;
+}
+
+/** Records the batch on the session: progress, first batch → running, final → completed. Returns the new state. */
+export async function advanceSession(db: Db, o: string, id: string, b: { final: boolean; hostsTotal?: number | undefined; hostsScanned?: number | undefined; portsScanned?: number | undefined; durationMs?: number | undefined }) {
+  const r = await rows(
+    sql<{ state: string }>`
+      update scan_sessions set
+        state = case when state in ('completed', 'failed', 'cancelled') then state when ${b.final} then 'completed' else 'running' end,
+        started_at = coalesce(started_at, now()), last_batch_at = now(), batches = batches + 1, updated_at = now(),
+        finished_at = case when ${b.final} and state not in ('completed', 'failed', 'cancelled') then now() else finished_at end,
+        hosts_total = coalesce(${b.hostsTotal ?? null}::int, hosts_total),
+        hosts_scanned = greatest(hosts_scanned, coalesce(${b.hostsScanned ?? null}::int, 0)),
+        ports_scanned = greatest(ports_scanned, coalesce(${b.portsScanned ?? null}::int, 0)),
+        duration_ms = coalesce(${b.durationMs ?? null}::int, duration_ms)
+      where organisation_id = ${o} and id = ${id}
+      returning state`,
+    db,
+  );
+  return r[0]!.state;
+}
+
+/**
+ * A completed session marks absent what it no longer saw inside its CIDR (less its exclusions):
+ * services of hosts with an address there, not seen since the session started.
+ */
+export async function markAbsent(db: Db, o: string, session: { cidr: string; exclude_cidrs: string[]; since: Date }) {
+  const r = await rows(
+    sql<{ id: string }>`
+      update services s set gone_at = now(), updated_at = now()
+      where s.organisation_id = ${o} and s.gone_at is null and s.last_seen_at < ${session.since}
+        and exists (
+          select 1 from host_addresses a where a.organisation_id = s.organisation_id and a.host_id = s.host_id and a.address <<= ${session.cidr}::cidr
+            and not exists (select 1 from unnest(${session.exclude_cidrs}::cidr[]) e where a.address <<= e))
+      returning s.id`,
+    db,
+  );
+  return r.map((x) => x.id);
+}
+
+export async function logChanges(db: Db, o: string, entityType: string, changes: { id: string; action: 'created' | 'updated' | 'deleted' }[]) {
+  if (changes.length === 0) return;
+  await sql`insert into change_log (organisation_id, entity_type, entity_id, action)
+    select ${o}, ${entityType}, id, a from unnest(${changes.map((c) => c.id)}::uuid[], ${changes.map((c) => c.action)}::text[]) as v(id, a)`.execute(db);
+}
