@@ -230,3 +230,9 @@ export const ObservationsResponse = z.object({
   accepted: z.number().int().describe('Rows of the batch taken into the inventory.'),
   dedupHits: z.number().int().describe('Rows that matched what the inventory already held, changing nothing.'),
 });
+
+export const FlowsRequest = z.object({
+  flows: z.array(FlowRecord).max(200_000),
+  dropped: z.number().int().min(0).default(0).describe('Buckets the daemon\'s buffer discarded since its last successful delivery; accumulated on the daemon.'),
+});
+export const FlowsResponse = z.object({ accepted: z.number().int().describe('Records stored; a record already stored (a retried delivery) is not counted again.') });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ApiKeyCreated, ApiKeyInfo, ChangePasswordRequest, CreateApiKeyRequest, KeyIntrospection, LoginRequest, type Role, type Scope, SessionInfo } from './auth.js';
 import { Uuid } from './common.js';
-import { CreateScanRequest, HeartbeatRequest, HeartbeatResponse, ObservationsRequest, ObservationsResponse, PollRequest, PollResponse, RegisterRequest, RegisterResponse, ScanSession } from './daemon.js';
+import { CreateScanRequest, HeartbeatRequest, HeartbeatResponse, FlowsRequest, FlowsResponse, ObservationsRequest, ObservationsResponse, PollRequest, PollResponse, RegisterRequest, RegisterResponse, ScanSession } from './daemon.js';
 import {
   type CollectionName,
   CreateNetworkRequest,
@@ -287,6 +287,17 @@ export const routes = {
     auth: { kind: 'daemon', daemonId: true },
     body: ObservationsRequest,
     response: { 200: ObservationsResponse },
+  }),
+  daemonFlows: route({
+    method: 'POST',
+    url: '/api/v1/daemon/flows',
+    operationId: 'daemonFlows',
+    summary: 'Post flow records; each is resolved to the inventory by (dstIp, dstPort) and by source address',
+    description: 'No session id. Unknown peers are kept with null ids. A retried delivery stores nothing twice. gzip bodies accepted.',
+    tags: ['daemon'],
+    auth: { kind: 'daemon', daemonId: true },
+    body: FlowsRequest,
+    response: { 200: FlowsResponse },
   }),
   introspectKey: route({
     method: 'GET',

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { addRoute } from '../http/route.js';
+import { ingestFlows } from '../ingest/flows.js';
 import { ingestObservations } from '../ingest/ingest.service.js';
 import { claimNextJob } from '../scans/scans.service.js';
 import * as daemons from './daemons.service.js';
@@ -28,6 +29,8 @@ export function registerDaemonRoutes(app: FastifyInstance, deps: { db: Kysely<DB
   addRoute(app, routes.daemonHeartbeat, async (request) => daemons.heartbeat(db, daemonPrincipal(request), request.body, config.daemon.heartbeatSeconds));
 
   addRoute(app, routes.daemonObservations, async (request) => ingestObservations(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
+
+  addRoute(app, routes.daemonFlows, async (request) => ingestFlows(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
 
   addRoute(app, routes.daemonPoll, async (request, reply) => {
     const p = daemonPrincipal(request);

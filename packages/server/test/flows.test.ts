@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as admin from '../src/admin/admin.service.js';
+import { type SeededOrg, type TestApp, bearer, buildTestApp, seedOrg } from './helpers.js';
+import { addHost, addService } from './fixtures.js';
+
+describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
+  let t: TestApp;
+  let org: SeededOrg;
+  let headers: Record<string, string>;
+  let daemonId: string;
+  let web: string;
+  let https: string;
+  let client: string;
+  beforeAll(async () => {
+    t = await buildTestApp();
+    org = await seedOrg(t.database);
+    const token = (await admin.createDaemonKey(t.database.db, { type: 'cli' }, { org: org.organisationId })).token;
+    daemonId = (await t.app.inject({ method: 'POST', url: '/api/v1/daemon/register', headers: bearer(token), payload: { name: 'flowd', bootId: randomUUID(), capabilities: { ebpf: true } } })).json().daemonId;
+    headers = { ...bearer(token), 'x-daemon-id': daemonId };
+    web = await addHost(t.database.db, org.organisationId, { hostname: 'web', addresses: ['10.0.0.10', '2001:db8::10'] });
+    https = await addService(t.database.db, org.organisationId, web, { port: 443, name: 'https' });
+    client = await addHost(t.database.db, org.organisationId, { hostname: 'client', addresses: ['10.0.0.20'] });
+  });
+  afterAll(() => t.close());
+
+  const flow = (over: Record<string, unknown> = {}) => ({ bucketStart: '2026-11-20T10:00:00Z', srcIp: '10.0.0.20', dstIp: '10.0.0.10', dstPort: 443, protocol: 'tcp', packets: 10, bytes: 5000, source: 'ebpf', ...over });
+  const stored = async () =>
+    (await sql<{ src_host_id: string | null; dst_host_id: string | null; dst_service_id: string | null; dst_port: number; bytes: number }>`
+      select src_host_id, dst_host_id, dst_service_id, dst_port, bytes::int as bytes from flows where organisation_id = ${org.organisationId} order by bucket_start, dst_port, bytes`.execute(t.database.db)).rows;
+
+  it('stores each record resolved to the inventory by (dstIp, dstPort) and by source address, unknown peers with null ids', async () => {
+    const res = await t.app.inject({
+      method: 'POST', url: '/api/v1/daemon/flows', headers,
+      payload: { flows: [flow(), flow({ dstPort: 8080, bytes: 100 }), flow({ srcIp: '192.0.2.99', dstIp: '2001:db8::10', bucketStart: '2026-11-21T23:59:00Z', bytes: 7 }), flow({ dstIp: '198.51.100.1', bytes: 1, bucketStart: '2026-11-19T00:00:00+02:00' })], dropped: 0 },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ accepted: 4 });
+    const rows = await stored();
+    expect(rows).toEqual(expect.arrayContaining([
+      { src_host_id: client, dst_host_id: web, dst_service_id: https, dst_port: 443, bytes: 5000 },
+      { src_host_id: client, dst_host_id: web, dst_service_id: null, dst_port: 8080, bytes: 100 },
+      { src_host_id: null, dst_host_id: web, dst_service_id: https, dst_port: 443, bytes: 7 },
+      { src_host_id: client, dst_host_id: null, dst_service_id: null, dst_port: 443, bytes: 1 },
+    ]));
+  });
+
+  it('never stores a retried delivery twice', async () => {
+    const before = (await stored()).length;
+    const batch = { flows: [flow({ bucketStart: '2026-11-20T11:00:00Z' }), flow({ bucketStart: '2026-11-20T11:01:00Z' })] };
+    expect((await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: batch })).json()).toEqual({ accepted: 2 });
+    expect((await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: batch })).json()).toEqual({ accepted: 0 });
+    expect((await stored()).length).toBe(before + 2);
+  });
+
+  it('keeps records in daily partitions', async () => {
+    const parts = await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent where p.relname = 'flows' order by 1`.execute(t.database.db);
+    expect(parts.rows.map((r) => r.name)).toEqual(expect.arrayContaining(['flows_20261118', 'flows_20261120', 'flows_20261121']));
+  });
+
+  it('accumulates dropped on the daemon', async () => {
+    await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [], dropped: 5 } });
+    await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [], dropped: 7 } });
+    const d = await t.database.db.selectFrom('daemons').select('flows_dropped').where('id', '=', daemonId).executeTakeFirstOrThrow();
+    expect(Number(d.flows_dropped)).toBe(12);
+  });
+
+  it('accepts a gzip body and refuses an unsupported encoding with 415', async () => {
+    const body = gzipSync(JSON.stringify({ flows: [flow({ bucketStart: '2026-11-20T12:00:00Z' })] }));
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...headers, 'content-type': 'application/json', 'content-encoding': 'gzip' }, payload: body });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ accepted: 1 });
+    const br = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...headers, 'content-type': 'application/json', 'content-encoding': 'br' }, payload: body });
+    expect(br.statusCode).toBe(415);
+    expect(br.json().code).toBe('unsupported_media_type');
+  });
+
+  it('refuses a malformed record with 400 naming the field, storing nothing of the batch', async () => {
+    const before = (await stored()).length;
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [flow({ bucketStart: '2026-11-20T13:00:00Z' }), flow({ dstPort: 70000 })] } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().issues.map((i: { path: string }) => i.path)).toContain('body.flows.1.dstPort');
+    expect((await stored()).length).toBe(before);
+  });
+
+  it('needs the daemon\'s X-Daemon-ID', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { authorization: headers.authorization! }, payload: { flows: [] } });
+    expect(res.statusCode).toBe(401);
+  });
+});
