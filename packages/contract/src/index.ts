@@ -6,3 +6,4 @@ export * from './openapi.js';
 export * from './net.js';
 export * from './inventory.js';
 export * from './daemon.js';
+export * from './topology.js';

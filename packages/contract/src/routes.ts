@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ApiKeyCreated, ApiKeyInfo, ChangePasswordRequest, CreateApiKeyRequest, KeyIntrospection, LoginRequest, type Role, type Scope, SessionInfo } from './auth.js';
 import { Uuid } from './common.js';
+import { HostTopology, TopologyQuery } from './topology.js';
 import { CreateScanRequest, HeartbeatRequest, HeartbeatResponse, FlowsRequest, FlowsResponse, ObservationsRequest, ObservationsResponse, PollRequest, PollResponse, RegisterRequest, RegisterResponse, ScanSession } from './daemon.js';
 import {
   type CollectionName,
@@ -171,6 +172,30 @@ export const routes = {
   listVulnerabilities: collectionRoute('vulnerabilities'),
   listSnapshots: collectionRoute('snapshots'),
   listTopologies: collectionRoute('topologies'),
+  getHostTopology: route({
+    method: 'GET',
+    url: '/api/v1/hosts/:id/topology',
+    operationId: 'getHostTopology',
+    summary: 'A host\'s ports, callers and destinations (from flows) and LLDP/CDP neighbours',
+    tags: ['inventory'],
+    auth: { kind: 'apiKey', scope: 'inventory:read' },
+    params: z.object({ id: Uuid }),
+    querystring: TopologyQuery,
+    response: { 200: HostTopology },
+  }),
+  getHostTopologySvg: route({
+    method: 'GET',
+    url: '/api/v1/hosts/:id/topology.svg',
+    operationId: 'getHostTopologySvg',
+    summary: 'The host topology drawn as SVG: callers left, the host centre, destinations right',
+    description: 'States in the image the window it drew and how many peers it left out. No raster variant.',
+    tags: ['inventory'],
+    auth: { kind: 'apiKey', scope: 'inventory:read' },
+    params: z.object({ id: Uuid }),
+    querystring: TopologyQuery,
+    response: { 200: null },
+    produces: 'image/svg+xml',
+  }),
   createNetwork: route({
     method: 'POST',
     url: '/api/v1/networks',

@@ -16,6 +16,7 @@ import { registerDaemonRoutes } from '../daemons/daemons.routes.js';
 import { JobWaiters } from '../daemons/job-waiters.js';
 import { CursorCodec } from '../inventory/cursor.js';
 import { registerScanRoutes } from '../scans/scans.routes.js';
+import { registerTopologyRoutes } from '../topology/topology.routes.js';
 import { registerInventoryRoutes } from '../inventory/inventory.routes.js';
 import { registerAuthHook } from './auth-hook.js';
 import { registerMetaRoutes } from './meta.routes.js';
@@ -120,6 +121,7 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   registerAuthRoutes(app, { db: database.db, config, limiter });
   registerInventoryRoutes(app, { db: database.db, cursors: new CursorCodec(secretKey) });
   registerScanRoutes(app, { db: database.db });
+  registerTopologyRoutes(app, { db: database.db });
   const waiters = new JobWaiters();
   await waiters.start(database);
   app.addHook('preClose', async () => waiters.stop()); // wake long polls so close does not wait 60 s

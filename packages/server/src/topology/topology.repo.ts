@@ -1,0 +1,71 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+
+const ts = (expr: ReturnType<typeof sql>) => sql<string>`to_char(${expr} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+export function hostExists(db: Kysely<DB>, organisationId: string, id: string) {
+  return db.selectFrom('hosts').select('id').where('organisation_id', '=', organisationId).where('id', '=', id).executeTakeFirst();
+}
+
+export function hostPorts(db: Kysely<DB>, organisationId: string, hostId: string) {
+  return db
+    .selectFrom('services')
+    .select(['id', 'port', 'protocol', 'state', 'name', 'product', 'version'])
+    .where('organisation_id', '=', organisationId)
+    .where('host_id', '=', hostId)
+    .where('gone_at', 'is', null)
+    .orderBy('port')
+    .orderBy('protocol')
+    .execute();
+}
+
+export interface PeerRow {
+  host_id: string | null;
+  address: string;
+  hostname: string | null;
+  ports: number[];
+  protocols: string[];
+  bytes: number;
+  packets: number;
+  flows: number;
+  last_seen_at: string;
+}
+
+/**
+ * Flow peers of a host in a window, one row per peer address, busiest first. `direction` in:
+ * callers (the host is the destination); out: destinations. Served by the (organisation,
+ * src/dst host, bucket_start) indexes, partitions outside the window pruned.
+ */
+export async function flowPeers(db: Kysely<DB>, organisationId: string, hostId: string, from: Date, direction: 'in' | 'out') {
+  const [self, peerIp, peerHost] = direction === 'in' ? ['dst_host_id', 'src_ip', 'src_host_id'] : ['src_host_id', 'dst_ip', 'dst_host_id'];
+  const r = await sql<PeerRow>`
+    select f.peer_host as host_id, host(f.peer_ip) as address, h.hostname, f.ports, f.protocols, f.bytes, f.packets, f.flows, ${ts(sql`f.last_seen`)} as last_seen_at
+    from (
+      select ${sql.ref(peerIp)} as peer_ip, min(${sql.ref(peerHost)}::text)::uuid as peer_host,
+             array_agg(distinct dst_port order by dst_port) as ports, array_agg(distinct protocol order by protocol) as protocols,
+             sum(bytes)::float8 as bytes, sum(packets)::float8 as packets, count(*)::int as flows, max(bucket_start) as last_seen
+      from flows
+      where organisation_id = ${organisationId} and ${sql.ref(self)} = ${hostId} and bucket_start >= ${from}
+      group by ${sql.ref(peerIp)}
+    ) f
+    left join hosts h on h.organisation_id = ${organisationId} and h.id = f.peer_host
+    order by f.bytes desc, f.peer_ip
+    limit 1000`.execute(db);
+  return r.rows;
+}
+
+export function neighbours(db: Kysely<DB>, organisationId: string, hostId: string) {
+  return sql<{ local_interface: string; remote_chassis_id: string; remote_port_id: string | null; remote_system_name: string | null; management_address: string | null; protocol: string; host_id: string | null }>`
+    select n.local_interface, n.remote_chassis_id, n.remote_port_id, n.remote_system_name, host(n.management_address) as management_address, n.protocol,
+      (select a.host_id from host_addresses a where a.organisation_id = n.organisation_id and a.address = n.management_address order by a.host_id limit 1) as host_id
+    from host_neighbors n where n.organisation_id = ${organisationId} and n.host_id = ${hostId}
+    order by n.local_interface, n.remote_chassis_id`.execute(db);
+}
+
+/** Whether the organisation has any flow record, and any neighbour record, at all. */
+export async function sources(db: Kysely<DB>, organisationId: string) {
+  const r = await sql<{ flows: boolean; neighbours: boolean }>`
+    select exists (select 1 from flows where organisation_id = ${organisationId}) as flows,
+           exists (select 1 from host_neighbors where organisation_id = ${organisationId}) as neighbours`.execute(db);
+  return r.rows[0]!;
+}
