@@ -37,19 +37,25 @@ export async function ingestFlows(db: Kysely<DB>, p: DaemonPrincipal, body: z.ou
   return db.transaction().execute(async (trx) => {
     let accepted = 0;
     if (f.length) {
+      // Set-based resolution: the batch's distinct addresses are looked up once each (hash joins),
+      // not once per record.
       const r = await sql<{ n: number }>`
         with v as (
           select * from unnest(${f.map((x) => x.bucketStart)}::timestamptz[], ${f.map((x) => x.srcIp)}::inet[], ${f.map((x) => x.dstIp)}::inet[], ${f.map((x) => x.dstPort)}::int[],
                                ${f.map((x) => x.protocol.toLowerCase())}::text[], ${f.map((x) => x.packets)}::bigint[], ${f.map((x) => x.bytes)}::bigint[], ${f.map((x) => x.source)}::text[])
             as v(bucket_start, src_ip, dst_ip, dst_port, protocol, packets, bytes, source)
+        ), addrs as (
+          select distinct on (a.address) a.address, a.host_id from host_addresses a
+          where a.organisation_id = ${org} and a.address in (select src_ip from v union select dst_ip from v)
+          order by a.address, a.host_id
         ), ins as (
           insert into flows (organisation_id, bucket_start, daemon_id, src_ip, dst_ip, dst_port, protocol, packets, bytes, source, src_host_id, dst_host_id, dst_service_id)
-          select ${org}, v.bucket_start, ${daemon.id}, v.src_ip, v.dst_ip, v.dst_port, v.protocol, v.packets, v.bytes, v.source,
-            (select a.host_id from host_addresses a where a.organisation_id = ${org} and a.address = v.src_ip order by a.host_id limit 1),
-            d.host_id,
-            (select s.id from services s where s.organisation_id = ${org} and s.host_id = d.host_id and s.port = v.dst_port
-               and s.protocol = (case when v.protocol in ('tcp', 'udp', 'sctp') then v.protocol else 'tcp' end) limit 1)
-          from v left join lateral (select a.host_id from host_addresses a where a.organisation_id = ${org} and a.address = v.dst_ip order by a.host_id limit 1) d on true
+          select ${org}, v.bucket_start, ${daemon.id}, v.src_ip, v.dst_ip, v.dst_port, v.protocol, v.packets, v.bytes, v.source, sa.host_id, da.host_id, s.id
+          from v
+          left join addrs sa on sa.address = v.src_ip
+          left join addrs da on da.address = v.dst_ip
+          left join services s on s.organisation_id = ${org} and s.host_id = da.host_id and s.port = v.dst_port
+            and s.protocol = (case when v.protocol in ('tcp', 'udp', 'sctp') then v.protocol else 'tcp' end)
           on conflict do nothing
           returning 1
         )
