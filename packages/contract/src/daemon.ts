@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Timestamp, Uuid } from './common.js';
 import { Cidr, IpAddress, NmapSettings } from './inventory.js';
+import { parseCidr } from './net.js';
 
 // Daemon request bodies ignore unknown fields (decisions.md): a newer daemon works with an older
 // server. API write bodies stay strict.
@@ -152,7 +153,7 @@ export const ObservedNeighbor = z.object({
   remotePortId: Text(200),
   remoteSystemName: Text(255),
   managementAddress: IpAddressField().optional(),
-  protocol: z.enum(['lldp', 'cdp']).default('lldp'),
+  protocol: z.enum(['lldp', 'cdp']).optional().describe('Default lldp when never observed.'),
 });
 
 export const ObservedVlan = z.object({
@@ -165,17 +166,21 @@ export const ObservedVlan = z.object({
 
 export const ObservedRoute = z.object({
   fingerprint: Fingerprint,
-  destination: z.string().max(50),
+  destination: z
+    .string()
+    .max(50)
+    .refine((d) => parseCidr(d) !== null, 'expected a CIDR (write the default route as 0.0.0.0/0 or ::/0)')
+    .describe('CIDR; host bits may be set (the network is stored).'),
   nextHop: IpAddressField().optional(),
   interface: Text(100),
-  metric: z.number().int().min(0).optional(),
+  metric: z.number().int().min(0).max(2_147_483_647).optional(),
 });
 
 export const ObservedLagGroup = z.object({
   fingerprint: Fingerprint,
   name: z.string().min(1).max(100),
   protocol: z.enum(['lacp', 'static']).optional(),
-  members: z.array(z.string().max(100)).max(64).default([]),
+  members: z.array(z.string().max(100)).max(64).optional(),
 });
 
 export const ObservedTls = z.object({
@@ -187,8 +192,11 @@ export const ObservedTls = z.object({
   issuer: Text(2000),
   notBefore: z.iso.datetime({ offset: true }).optional(),
   notAfter: z.iso.datetime({ offset: true }).optional(),
-  sha256: z.string().regex(/^[0-9A-Fa-f:]{64,95}$/, 'expected the SHA-256 of the leaf in hex').transform((h) => h.replace(/:/g, '').toLowerCase()),
-});
+  sha256: z
+    .string()
+    .regex(/^(?:[0-9A-Fa-f]{64}|(?:[0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2})$/, 'expected the SHA-256 of the leaf: 64 hex digits, colons allowed between bytes')
+    .transform((h) => h.replace(/:/g, '').toLowerCase()),
+}).refine((t) => (t.chainPem?.length ?? 0) > 0 || (t.notBefore !== undefined && t.notAfter !== undefined), 'send chainPem, or notBefore and notAfter');
 
 export const FlowRecord = z.object({
   bucketStart: z.iso.datetime({ offset: true }),
@@ -218,10 +226,10 @@ export const ObservationsRequest = z.object({
   flows: batch(FlowRecord),
   stats: z
     .object({
-      hostsScanned: z.number().int().min(0).optional(),
-      portsScanned: z.number().int().min(0).optional(),
-      durationMs: z.number().int().min(0).optional(),
-      hostsTotal: z.number().int().min(0).optional().describe('Hosts the sweep found: the progress denominator, sent from the first batch on.'),
+      hostsScanned: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+      portsScanned: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+      durationMs: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+      hostsTotal: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional().describe('Hosts the sweep found: the progress denominator, sent from the first batch on.'),
     })
     .default({}),
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Timestamp, Uuid } from './common.js';
-import { parseCidr, parseIp } from './net.js';
+import { canonicalIp, parseCidr, parseIp } from './net.js';
 
 // ---------------------------------------------------------------------------------------------
 // Enumerations (decisions.md)
@@ -36,7 +36,12 @@ export const vulnerabilityPatchMoves: Record<VulnerabilityState, VulnerabilitySt
 // ---------------------------------------------------------------------------------------------
 // Addresses
 
-export const IpAddress = z.string().refine((s) => parseIp(s) !== null, 'expected an IPv4 or IPv6 address');
+/** An IPv4 or IPv6 address, normalised to its canonical text (one spelling per address). */
+export const IpAddress = z
+  .string()
+  .max(64)
+  .refine((s) => parseIp(s) !== null, 'expected an IPv4 or IPv6 address')
+  .transform((s) => canonicalIp(s)!);
 
 /** A CIDR whose host bits are zero: refused, never truncated (spec 2.3). */
 export const Cidr = z

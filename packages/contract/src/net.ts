@@ -70,3 +70,29 @@ export function parseCidr(s: string): ParsedCidr | null {
   for (let i = prefix; i < bits; i++) if ((bytes[i >> 3]! >> (7 - (i & 7))) & 1) hostBitsZero = false;
   return { family: bytes.length === 4 ? 4 : 6, bytes, prefix, hostBitsZero };
 }
+
+/** The canonical text of an address: dotted IPv4, or RFC 5952 IPv6 (lower case, longest zero run as `::`). */
+export function canonicalIp(s: string): string | null {
+  const b = parseIp(s);
+  if (!b) return null;
+  if (b.length === 4) return b.join('.');
+  const groups = Array.from({ length: 8 }, (_, i) => (b[i * 2]! << 8) | b[i * 2 + 1]!);
+  let bestStart = -1;
+  let bestLen = 0;
+  for (let i = 0; i < 8; ) {
+    if (groups[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLen && j - i >= 2) {
+      bestStart = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  const hex = groups.map((g) => g.toString(16));
+  if (bestStart < 0) return hex.join(':');
+  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLen).join(':')}`;
+}

@@ -80,6 +80,7 @@ CREATE TABLE host_addresses (
   mac              macaddr,
   first_seen_at    timestamptz NOT NULL DEFAULT now(),
   last_seen_at     timestamptz NOT NULL DEFAULT now(),
+  updated_at       timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (organisation_id, host_id, address),
   FOREIGN KEY (organisation_id, host_id) REFERENCES hosts (organisation_id, id) ON DELETE CASCADE
 );
@@ -93,6 +94,7 @@ CREATE TABLE host_interfaces (
   mac              macaddr,
   first_seen_at    timestamptz NOT NULL DEFAULT now(),
   last_seen_at     timestamptz NOT NULL DEFAULT now(),
+  updated_at       timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (organisation_id, host_id, name),
   FOREIGN KEY (organisation_id, host_id) REFERENCES hosts (organisation_id, id) ON DELETE CASCADE
 );

@@ -26,6 +26,7 @@ CREATE TABLE host_neighbors (
   protocol            text NOT NULL CHECK (protocol IN ('lldp', 'cdp')),
   first_seen_at       timestamptz NOT NULL DEFAULT now(),
   last_seen_at        timestamptz NOT NULL DEFAULT now(),
+  updated_at          timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (organisation_id, host_id, local_interface, remote_chassis_id),
   FOREIGN KEY (organisation_id, host_id) REFERENCES hosts (organisation_id, id) ON DELETE CASCADE
 );
@@ -38,6 +39,7 @@ CREATE TABLE host_vlans (
   tagged           text[] NOT NULL DEFAULT '{}',
   untagged         text[] NOT NULL DEFAULT '{}',
   last_seen_at     timestamptz NOT NULL DEFAULT now(),
+  updated_at       timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (organisation_id, host_id, vlan_id),
   FOREIGN KEY (organisation_id, host_id) REFERENCES hosts (organisation_id, id) ON DELETE CASCADE
 );
@@ -50,6 +52,7 @@ CREATE TABLE host_routes (
   interface        text NOT NULL DEFAULT '',
   metric           integer,
   last_seen_at     timestamptz NOT NULL DEFAULT now(),
+  updated_at       timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (organisation_id, host_id, destination, interface),
   FOREIGN KEY (organisation_id, host_id) REFERENCES hosts (organisation_id, id) ON DELETE CASCADE
 );
@@ -61,6 +64,7 @@ CREATE TABLE host_lag_groups (
   protocol         text CHECK (protocol IN ('lacp', 'static')),
   members          text[] NOT NULL DEFAULT '{}',
   last_seen_at     timestamptz NOT NULL DEFAULT now(),
+  updated_at       timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (organisation_id, host_id, name),
   FOREIGN KEY (organisation_id, host_id) REFERENCES hosts (organisation_id, id) ON DELETE CASCADE
 );

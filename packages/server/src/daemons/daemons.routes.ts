@@ -6,7 +6,7 @@ import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { addRoute } from '../http/route.js';
 import { ingestFlows } from '../ingest/flows.js';
-import { ingestObservations } from '../ingest/ingest.service.js';
+import { ingestObservationBatch } from '../ingest/ingest.service.js';
 import { claimNextJob } from '../scans/scans.service.js';
 import * as daemons from './daemons.service.js';
 import type { JobWaiters } from './job-waiters.js';
@@ -28,7 +28,7 @@ export function registerDaemonRoutes(app: FastifyInstance, deps: { db: Kysely<DB
 
   addRoute(app, routes.daemonHeartbeat, async (request) => daemons.heartbeat(db, daemonPrincipal(request), request.body, config.daemon.heartbeatSeconds));
 
-  addRoute(app, routes.daemonObservations, async (request) => ingestObservations(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
+  addRoute(app, routes.daemonObservations, async (request) => ingestObservationBatch(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
 
   addRoute(app, routes.daemonFlows, async (request) => ingestFlows(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
 

@@ -314,7 +314,25 @@ export interface ChangeLogTable {
   at: Created;
 }
 
+export interface FlowsTable {
+  organisation_id: string;
+  bucket_start: Timestamp;
+  daemon_id: string;
+  src_ip: string;
+  dst_ip: string;
+  dst_port: number;
+  protocol: string;
+  packets: number;
+  bytes: number;
+  source: string;
+  src_host_id: string | null;
+  dst_host_id: string | null;
+  dst_service_id: string | null;
+  received_at: Created;
+}
+
 export interface DB {
+  flows: FlowsTable;
   daemons: DaemonsTable;
   scan_sessions: ScanSessionsTable;
   daemon_jobs: DaemonJobsTable;

@@ -111,33 +111,40 @@ export async function updateHosts(db: Db, organisationId: string, since: Date, h
   );
 }
 
-/** Host addresses; returns how many rows were written (new, changed MAC, or first sight this session). */
+/**
+ * The upserts below share one shape: INSERT ... SELECT FROM unnest (left-joined to the existing row
+ * where an absent value must keep the stored one) ... ON CONFLICT DO UPDATE ... WHERE a fact changed
+ * or the row was not yet seen this session (last_seen_at < since). RETURNING lists the rows written
+ * with `changed`: inserted, or a fact changed (updated_at moved); a bare last-seen refresh is not a change.
+ */
+const CHANGED = sql.raw('(xmax = 0 or updated_at = now()) as changed');
+
 export async function upsertAddresses(db: Db, organisationId: string, since: Date, a: { hostId: string; address: string; mac: string | null }[]) {
-  if (a.length === 0) return 0;
-  const r = await rows(
-    sql<{ inserted: boolean }>`
+  if (a.length === 0) return [];
+  return rows(
+    sql<{ host_id: string; address: string; changed: boolean }>`
       insert into host_addresses (organisation_id, host_id, address, mac)
       select ${organisationId}, h, addr::inet, m::macaddr from unnest(${a.map((x) => x.hostId)}::uuid[], ${a.map((x) => x.address)}::text[], ${a.map((x) => x.mac)}::text[]) as v(h, addr, m)
-      on conflict (organisation_id, host_id, address) do update set mac = coalesce(excluded.mac, host_addresses.mac), last_seen_at = now()
+      on conflict (organisation_id, host_id, address) do update set mac = coalesce(excluded.mac, host_addresses.mac), last_seen_at = now(),
+        updated_at = case when excluded.mac is not null and excluded.mac is distinct from host_addresses.mac then now() else host_addresses.updated_at end
       where (excluded.mac is not null and excluded.mac is distinct from host_addresses.mac) or host_addresses.last_seen_at < ${since}
-      returning (xmax = 0) as inserted`,
+      returning host_id, host(address) as address, ${CHANGED}`,
     db,
   );
-  return r.length;
 }
 
 export async function upsertInterfaces(db: Db, organisationId: string, since: Date, a: { hostId: string; name: string; mac: string | null }[]) {
-  if (a.length === 0) return 0;
-  const r = await rows(
-    sql<{ n: number }>`
+  if (a.length === 0) return [];
+  return rows(
+    sql<{ changed: boolean }>`
       insert into host_interfaces (organisation_id, host_id, name, mac)
       select ${organisationId}, h, n, m::macaddr from unnest(${a.map((x) => x.hostId)}::uuid[], ${a.map((x) => x.name)}::text[], ${a.map((x) => x.mac)}::text[]) as v(h, n, m)
-      on conflict (organisation_id, host_id, name) do update set mac = coalesce(excluded.mac, host_interfaces.mac), last_seen_at = now()
+      on conflict (organisation_id, host_id, name) do update set mac = coalesce(excluded.mac, host_interfaces.mac), last_seen_at = now(),
+        updated_at = case when excluded.mac is not null and excluded.mac is distinct from host_interfaces.mac then now() else host_interfaces.updated_at end
       where (excluded.mac is not null and excluded.mac is distinct from host_interfaces.mac) or host_interfaces.last_seen_at < ${since}
-      returning 1 as n`,
+      returning ${CHANGED}`,
     db,
   );
-  return r.length;
 }
 
 export interface ServiceFacts {
@@ -158,28 +165,29 @@ export interface ServiceFacts {
   evidence: string | null;
 }
 
-const SERVICE_FIELDS = ['banner', 'name', 'product', 'vendor', 'version', 'cpe', 'signature_id', 'signature_source', 'confidence', 'evidence'] as const;
+const SERVICE_FIELDS = ['address', 'state', 'banner', 'name', 'product', 'vendor', 'version', 'cpe', 'signature_id', 'signature_source', 'confidence', 'evidence'] as const;
 
-/** Ports and what runs on them, one row per (host, protocol, port). Returns the written rows. */
+/** Ports and what runs on them, one row per (host, protocol, port). A service seen without a port state keeps the stored one ('open' when new). */
 export async function upsertServices(db: Db, organisationId: string, since: Date, s: ServiceFacts[]) {
   if (s.length === 0) return [];
   const col = <K extends keyof ServiceFacts>(k: K) => s.map((x) => x[k]);
-  const changed = SERVICE_FIELDS.map((f) => `(excluded.${f} is not null and excluded.${f} is distinct from services.${f})`).join(' or ');
-  const set = SERVICE_FIELDS.map((f) => `${f} = coalesce(excluded.${f}, services.${f})`).join(', ');
+  const differs = SERVICE_FIELDS.map((f) => `excluded.${f} is distinct from services.${f}`).join(' or ');
+  const set = SERVICE_FIELDS.map((f) => `${f} = excluded.${f}`).join(', ');
   return rows(
-    sql<{ id: string; inserted: boolean }>`
+    sql<{ id: string; host_id: string; protocol: string; port: number; inserted: boolean; changed: boolean }>`
       insert into services (organisation_id, host_id, protocol, port, address, state, banner, name, product, vendor, version, cpe, signature_id, signature_source, confidence, evidence)
-      select ${organisationId}, h, pr, po, addr::inet, coalesce(st, 'open'), b, n, p, ve, v, c, si, ss, cf, ev
+      select ${organisationId}, v.h, v.pr, v.po, coalesce(v.addr::inet, e.address), coalesce(v.st, e.state, 'open'), coalesce(v.b, e.banner), coalesce(v.n, e.name), coalesce(v.p, e.product),
+             coalesce(v.ve, e.vendor), coalesce(v.v, e.version), coalesce(v.c, e.cpe), coalesce(v.si, e.signature_id), coalesce(v.ss, e.signature_source), coalesce(v.cf, e.confidence), coalesce(v.ev, e.evidence)
       from unnest(${col('hostId')}::uuid[], ${col('protocol')}::text[], ${col('port')}::int[], ${col('address')}::text[], ${col('state')}::text[], ${col('banner')}::text[],
                   ${col('name')}::text[], ${col('product')}::text[], ${col('vendor')}::text[], ${col('version')}::text[], ${col('cpe')}::text[],
                   ${col('signatureId')}::text[], ${col('signatureSource')}::text[], ${col('confidence')}::smallint[], ${col('evidence')}::text[])
         as v(h, pr, po, addr, st, b, n, p, ve, v, c, si, ss, cf, ev)
+      left join services e on e.organisation_id = ${organisationId} and e.host_id = v.h and e.protocol = v.pr and e.port = v.po
       on conflict (organisation_id, host_id, protocol, port) do update set
-        address = coalesce(excluded.address, services.address), state = excluded.state, ${sql.raw(set)},
-        gone_at = null, last_seen_at = now(),
-        updated_at = case when ${sql.raw(changed)} or excluded.state is distinct from services.state or services.gone_at is not null then now() else services.updated_at end
-      where ${sql.raw(changed)} or excluded.state is distinct from services.state or services.gone_at is not null or services.last_seen_at < ${since}
-      returning id, (xmax = 0) as inserted`,
+        ${sql.raw(set)}, gone_at = null, last_seen_at = now(),
+        updated_at = case when ${sql.raw(differs)} or services.gone_at is not null then now() else services.updated_at end
+      where ${sql.raw(differs)} or services.gone_at is not null or services.last_seen_at < ${since}
+      returning id, host_id, protocol, port, (xmax = 0) as inserted, ${CHANGED}`,
     db,
   );
 }
@@ -198,10 +206,10 @@ export interface CertificateRow {
 }
 
 export async function upsertCertificates(db: Db, organisationId: string, since: Date, c: CertificateRow[]) {
-  if (c.length === 0) return 0;
+  if (c.length === 0) return [];
   const col = <K extends keyof CertificateRow>(k: K) => c.map((x) => x[k]);
-  const r = await rows(
-    sql<{ n: number }>`
+  return rows(
+    sql<{ host_id: string; port: number; sha256: string; changed: boolean }>`
       insert into certificates (organisation_id, host_id, address, port, subject, issuer, not_before, not_after, sha256, chain_pem, trust_status)
       select ${organisationId}, h, a::inet, p, su, iss, nb, na, sha, coalesce((select array_agg(x) from jsonb_array_elements_text(ch::jsonb) x), '{}'), ts
       from unnest(${col('hostId')}::uuid[], ${col('address')}::text[], ${col('port')}::int[], ${col('subject')}::text[], ${col('issuer')}::text[],
@@ -209,77 +217,83 @@ export async function upsertCertificates(db: Db, organisationId: string, since: 
         as v(h, a, p, su, iss, nb, na, sha, ch, ts)
       on conflict (organisation_id, host_id, coalesce(port, -1), sha256) do update set
         trust_status = excluded.trust_status, address = excluded.address, last_seen_at = now(),
-        updated_at = case when excluded.trust_status is distinct from certificates.trust_status then now() else certificates.updated_at end
-      where excluded.trust_status is distinct from certificates.trust_status or certificates.last_seen_at < ${since}
-      returning 1 as n`,
+        updated_at = case when excluded.trust_status is distinct from certificates.trust_status or excluded.address is distinct from certificates.address then now() else certificates.updated_at end
+      where excluded.trust_status is distinct from certificates.trust_status or excluded.address is distinct from certificates.address or certificates.last_seen_at < ${since}
+      returning host_id, port, sha256, ${CHANGED}`,
     db,
   );
-  return r.length;
 }
 
-/** Generic upsert for the layer-2/3 tables: written rows counted. */
-export async function upsertNeighbors(db: Db, o: string, since: Date, n: { hostId: string; localInterface: string; remoteChassisId: string; remotePortId: string | null; remoteSystemName: string | null; managementAddress: string | null; protocol: string }[]) {
-  if (n.length === 0) return 0;
+export async function upsertNeighbors(db: Db, o: string, since: Date, n: { hostId: string; localInterface: string; remoteChassisId: string; remotePortId: string | null; remoteSystemName: string | null; managementAddress: string | null; protocol: string | null }[]) {
+  if (n.length === 0) return [];
   const c = <K extends keyof (typeof n)[number]>(k: K) => n.map((x) => x[k]);
-  const r = await rows(
-    sql<{ n: number }>`
+  const differs = 'excluded.remote_port_id is distinct from host_neighbors.remote_port_id or excluded.remote_system_name is distinct from host_neighbors.remote_system_name or excluded.management_address is distinct from host_neighbors.management_address or excluded.protocol is distinct from host_neighbors.protocol';
+  return rows(
+    sql<{ host_id: string; local_interface: string; remote_chassis_id: string; changed: boolean }>`
       insert into host_neighbors (organisation_id, host_id, local_interface, remote_chassis_id, remote_port_id, remote_system_name, management_address, protocol)
-      select ${o}, h, li, rc, rp, rs, ma::inet, pr from unnest(${c('hostId')}::uuid[], ${c('localInterface')}::text[], ${c('remoteChassisId')}::text[], ${c('remotePortId')}::text[], ${c('remoteSystemName')}::text[], ${c('managementAddress')}::text[], ${c('protocol')}::text[]) as v(h, li, rc, rp, rs, ma, pr)
+      select ${o}, v.h, v.li, v.rc, coalesce(v.rp, e.remote_port_id), coalesce(v.rs, e.remote_system_name), coalesce(v.ma::inet, e.management_address), coalesce(v.pr, e.protocol, 'lldp')
+      from unnest(${c('hostId')}::uuid[], ${c('localInterface')}::text[], ${c('remoteChassisId')}::text[], ${c('remotePortId')}::text[], ${c('remoteSystemName')}::text[], ${c('managementAddress')}::text[], ${c('protocol')}::text[]) as v(h, li, rc, rp, rs, ma, pr)
+      left join host_neighbors e on e.organisation_id = ${o} and e.host_id = v.h and e.local_interface = v.li and e.remote_chassis_id = v.rc
       on conflict (organisation_id, host_id, local_interface, remote_chassis_id) do update set
-        remote_port_id = coalesce(excluded.remote_port_id, host_neighbors.remote_port_id), remote_system_name = coalesce(excluded.remote_system_name, host_neighbors.remote_system_name),
-        management_address = coalesce(excluded.management_address, host_neighbors.management_address), protocol = excluded.protocol, last_seen_at = now()
-      where (excluded.remote_port_id is not null and excluded.remote_port_id is distinct from host_neighbors.remote_port_id)
-         or (excluded.remote_system_name is not null and excluded.remote_system_name is distinct from host_neighbors.remote_system_name)
-         or (excluded.management_address is not null and excluded.management_address is distinct from host_neighbors.management_address)
-         or excluded.protocol is distinct from host_neighbors.protocol or host_neighbors.last_seen_at < ${since}
-      returning 1 as n`,
+        remote_port_id = excluded.remote_port_id, remote_system_name = excluded.remote_system_name, management_address = excluded.management_address, protocol = excluded.protocol, last_seen_at = now(),
+        updated_at = case when ${sql.raw(differs)} then now() else host_neighbors.updated_at end
+      where ${sql.raw(differs)} or host_neighbors.last_seen_at < ${since}
+      returning host_id, local_interface, remote_chassis_id, ${CHANGED}`,
     db,
   );
-  return r.length;
 }
 
-export async function upsertVlans(db: Db, o: string, since: Date, v: { hostId: string; vlanId: number; name: string | null; tagged: string[]; untagged: string[] }[]) {
-  if (v.length === 0) return 0;
-  const r = await rows(
-    sql<{ n: number }>`
+const textArray = (col: string) => sql.raw(`(select array_agg(x order by x) from jsonb_array_elements_text(${col}::jsonb) x)`);
+
+/** VLAN membership; absent member lists keep the stored ones. */
+export async function upsertVlans(db: Db, o: string, since: Date, v: { hostId: string; vlanId: number; name: string | null; tagged: string[] | null; untagged: string[] | null }[]) {
+  if (v.length === 0) return [];
+  const differs = 'excluded.tagged is distinct from host_vlans.tagged or excluded.untagged is distinct from host_vlans.untagged or excluded.name is distinct from host_vlans.name';
+  return rows(
+    sql<{ host_id: string; vlan_id: number; changed: boolean }>`
       insert into host_vlans (organisation_id, host_id, vlan_id, name, tagged, untagged)
-      select ${o}, h, vid, n, coalesce((select array_agg(x) from jsonb_array_elements_text(t::jsonb) x), '{}'), coalesce((select array_agg(x) from jsonb_array_elements_text(u::jsonb) x), '{}')
-      from unnest(${v.map((x) => x.hostId)}::uuid[], ${v.map((x) => x.vlanId)}::int[], ${v.map((x) => x.name)}::text[], ${v.map((x) => JSON.stringify(x.tagged))}::text[], ${v.map((x) => JSON.stringify(x.untagged))}::text[]) as v(h, vid, n, t, u)
-      on conflict (organisation_id, host_id, vlan_id) do update set name = coalesce(excluded.name, host_vlans.name), tagged = excluded.tagged, untagged = excluded.untagged, last_seen_at = now()
-      where excluded.tagged is distinct from host_vlans.tagged or excluded.untagged is distinct from host_vlans.untagged
-         or (excluded.name is not null and excluded.name is distinct from host_vlans.name) or host_vlans.last_seen_at < ${since}
-      returning 1 as n`,
+      select ${o}, v.h, v.vid, coalesce(v.n, e.name), coalesce(${textArray('v.t')}, e.tagged, '{}'), coalesce(${textArray('v.u')}, e.untagged, '{}')
+      from unnest(${v.map((x) => x.hostId)}::uuid[], ${v.map((x) => x.vlanId)}::int[], ${v.map((x) => x.name)}::text[], ${v.map((x) => (x.tagged ? JSON.stringify(x.tagged) : null))}::text[], ${v.map((x) => (x.untagged ? JSON.stringify(x.untagged) : null))}::text[]) as v(h, vid, n, t, u)
+      left join host_vlans e on e.organisation_id = ${o} and e.host_id = v.h and e.vlan_id = v.vid
+      on conflict (organisation_id, host_id, vlan_id) do update set name = excluded.name, tagged = excluded.tagged, untagged = excluded.untagged, last_seen_at = now(),
+        updated_at = case when ${sql.raw(differs)} then now() else host_vlans.updated_at end
+      where ${sql.raw(differs)} or host_vlans.last_seen_at < ${since}
+      returning host_id, vlan_id, ${CHANGED}`,
     db,
   );
-  return r.length;
 }
 
 export async function upsertRoutes(db: Db, o: string, since: Date, v: { hostId: string; destination: string; nextHop: string | null; iface: string; metric: number | null }[]) {
-  if (v.length === 0) return 0;
-  const r = await rows(
-    sql<{ n: number }>`
+  if (v.length === 0) return [];
+  const differs = '(excluded.next_hop is not null and excluded.next_hop is distinct from host_routes.next_hop) or (excluded.metric is not null and excluded.metric is distinct from host_routes.metric)';
+  return rows(
+    sql<{ host_id: string; destination: string; interface: string; changed: boolean }>`
       insert into host_routes (organisation_id, host_id, destination, next_hop, interface, metric)
       select ${o}, h, network(d::inet)::cidr, nh::inet, i, m from unnest(${v.map((x) => x.hostId)}::uuid[], ${v.map((x) => x.destination)}::text[], ${v.map((x) => x.nextHop)}::text[], ${v.map((x) => x.iface)}::text[], ${v.map((x) => x.metric)}::int[]) as v(h, d, nh, i, m)
-      on conflict (organisation_id, host_id, destination, interface) do update set next_hop = coalesce(excluded.next_hop, host_routes.next_hop), metric = coalesce(excluded.metric, host_routes.metric), last_seen_at = now()
-      where (excluded.next_hop is not null and excluded.next_hop is distinct from host_routes.next_hop) or (excluded.metric is not null and excluded.metric is distinct from host_routes.metric) or host_routes.last_seen_at < ${since}
-      returning 1 as n`,
+      on conflict (organisation_id, host_id, destination, interface) do update set next_hop = coalesce(excluded.next_hop, host_routes.next_hop), metric = coalesce(excluded.metric, host_routes.metric), last_seen_at = now(),
+        updated_at = case when ${sql.raw(differs)} then now() else host_routes.updated_at end
+      where ${sql.raw(differs)} or host_routes.last_seen_at < ${since}
+      returning host_id, destination::text as destination, interface, ${CHANGED}`,
     db,
   );
-  return r.length;
 }
 
-export async function upsertLagGroups(db: Db, o: string, since: Date, v: { hostId: string; name: string; protocol: string | null; members: string[] }[]) {
-  if (v.length === 0) return 0;
-  const r = await rows(
-    sql<{ n: number }>`
+/** LAG groups; an absent member list keeps the stored one. */
+export async function upsertLagGroups(db: Db, o: string, since: Date, v: { hostId: string; name: string; protocol: string | null; members: string[] | null }[]) {
+  if (v.length === 0) return [];
+  const differs = 'excluded.members is distinct from host_lag_groups.members or excluded.protocol is distinct from host_lag_groups.protocol';
+  return rows(
+    sql<{ host_id: string; name: string; changed: boolean }>`
       insert into host_lag_groups (organisation_id, host_id, name, protocol, members)
-      select ${o}, h, n, p, coalesce((select array_agg(x) from jsonb_array_elements_text(m::jsonb) x), '{}') from unnest(${v.map((x) => x.hostId)}::uuid[], ${v.map((x) => x.name)}::text[], ${v.map((x) => x.protocol)}::text[], ${v.map((x) => JSON.stringify(x.members))}::text[]) as v(h, n, p, m)
-      on conflict (organisation_id, host_id, name) do update set protocol = coalesce(excluded.protocol, host_lag_groups.protocol), members = excluded.members, last_seen_at = now()
-      where excluded.members is distinct from host_lag_groups.members or (excluded.protocol is not null and excluded.protocol is distinct from host_lag_groups.protocol) or host_lag_groups.last_seen_at < ${since}
-      returning 1 as n`,
+      select ${o}, v.h, v.n, coalesce(v.p, e.protocol), coalesce(${textArray('v.m')}, e.members, '{}')
+      from unnest(${v.map((x) => x.hostId)}::uuid[], ${v.map((x) => x.name)}::text[], ${v.map((x) => x.protocol)}::text[], ${v.map((x) => (x.members ? JSON.stringify(x.members) : null))}::text[]) as v(h, n, p, m)
+      left join host_lag_groups e on e.organisation_id = ${o} and e.host_id = v.h and e.name = v.n
+      on conflict (organisation_id, host_id, name) do update set protocol = excluded.protocol, members = excluded.members, last_seen_at = now(),
+        updated_at = case when ${sql.raw(differs)} then now() else host_lag_groups.updated_at end
+      where ${sql.raw(differs)} or host_lag_groups.last_seen_at < ${since}
+      returning host_id, name, ${CHANGED}`,
     db,
   );
-  return r.length;
 }
 
 /** Records the batch on the session: progress, first batch → running, final → completed. Returns the new state. */
@@ -290,10 +304,10 @@ export async function advanceSession(db: Db, o: string, id: string, b: { final: 
         state = case when state in ('completed', 'failed', 'cancelled') then state when ${b.final} then 'completed' else 'running' end,
         started_at = coalesce(started_at, now()), last_batch_at = now(), batches = batches + 1, updated_at = now(),
         finished_at = case when ${b.final} and state not in ('completed', 'failed', 'cancelled') then now() else finished_at end,
-        hosts_total = coalesce(${b.hostsTotal ?? null}::int, hosts_total),
-        hosts_scanned = greatest(hosts_scanned, coalesce(${b.hostsScanned ?? null}::int, 0)),
-        ports_scanned = greatest(ports_scanned, coalesce(${b.portsScanned ?? null}::int, 0)),
-        duration_ms = coalesce(${b.durationMs ?? null}::int, duration_ms)
+        hosts_total = coalesce(${b.hostsTotal ?? null}::bigint, hosts_total),
+        hosts_scanned = greatest(hosts_scanned, coalesce(${b.hostsScanned ?? null}::bigint, 0)),
+        ports_scanned = greatest(ports_scanned, coalesce(${b.portsScanned ?? null}::bigint, 0)),
+        duration_ms = coalesce(${b.durationMs ?? null}::bigint, duration_ms)
       where organisation_id = ${o} and id = ${id}
       returning state`,
     db,
@@ -305,14 +319,15 @@ export async function advanceSession(db: Db, o: string, id: string, b: { final: 
  * A completed session marks absent what it no longer saw inside its CIDR (less its exclusions):
  * services of hosts with an address there, not seen since the session started.
  */
-export async function markAbsent(db: Db, o: string, session: { cidr: string; exclude_cidrs: string[]; since: Date }) {
+export async function markAbsent(db: Db, o: string, session: { cidr: string; exclude_cidrs: string[]; since: Date; site_id: string | null }) {
   const r = await rows(
     sql<{ id: string }>`
       update services s set gone_at = now(), updated_at = now()
+      from hosts h
       where s.organisation_id = ${o} and s.gone_at is null and s.last_seen_at < ${session.since}
-        and exists (
-          select 1 from host_addresses a where a.organisation_id = s.organisation_id and a.host_id = s.host_id and a.address <<= ${session.cidr}::cidr
-            and not exists (select 1 from unnest(${session.exclude_cidrs}::cidr[]) e where a.address <<= e))
+        and h.organisation_id = s.organisation_id and h.id = s.host_id and h.site_id is not distinct from ${session.site_id}::uuid
+        and s.address is not null and s.address <<= ${session.cidr}::cidr
+        and not exists (select 1 from unnest(${session.exclude_cidrs}::cidr[]) e where s.address <<= e)
       returning s.id`,
     db,
   );

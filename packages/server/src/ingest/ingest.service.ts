@@ -5,7 +5,9 @@ import type { DaemonPrincipal } from '../daemons/daemons.service.js';
 import { ownDaemon } from '../daemons/daemons.service.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
+import { canonicalIp, parseCidr } from '@surveyor/contract';
 import { assessChain, trustFromDates } from './certificates.js';
+import { ingestFlows } from './flows.js';
 import { isIdentifyingMac } from './identity.js';
 import * as repo from './ingest.repo.js';
 
@@ -23,6 +25,17 @@ function mergeBy<T extends object>(items: T[], key: (t: T) => string): T[] {
 }
 
 const orNull = <T>(v: T | undefined): T | null => (v === undefined ? null : v);
+
+/** The network of a CIDR as PostgreSQL prints it (`10.1.2.3/8` → `10.0.0.0/8`). */
+function networkOf(cidr: string): string {
+  const c = parseCidr(cidr)!;
+  const bytes = c.bytes.map((b, i) => {
+    const bits = Math.max(0, Math.min(8, c.prefix - i * 8));
+    return b & (0xff << (8 - bits)) & 0xff;
+  });
+  const text = c.family === 4 ? bytes.join('.') : canonicalIp(Array.from({ length: 8 }, (_, i) => ((bytes[i * 2]! << 8) | bytes[i * 2 + 1]!).toString(16)).join(':'))!;
+  return `${text}/${c.prefix}`;
+}
 
 /**
  * Reconciles one batch of observations into the inventory, in one transaction, with set-based
@@ -72,33 +85,68 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
       for (const r of (await repo.hostsByMac(trx, org, session.site_id, macs)).sort((x, y) => x.host_id.localeCompare(y.host_id))) if (!byMac.has(r.mac)) byMac.set(r.mac, r.host_id);
       const byAddr = new Map<string, string>();
       for (const r of (await repo.hostsByAddress(trx, org, session.site_id, addrs)).sort((x, y) => x.host_id.localeCompare(y.host_id))) if (!byAddr.has(r.address)) byAddr.set(r.address, r.host_id);
+      // Unknown fingerprints of this batch that share an identifying MAC (else an address) are one host,
+      // whether they arrive together or apart.
+      const group = new Map<string, string>(unknown.map((f) => [f, f]));
+      const find = (f: string): string => (group.get(f) === f ? f : find(group.get(f)!));
+      const unite = (index: Map<string, Set<string>>, usable: (v: string) => boolean) => {
+        const firstOf = new Map<string, string>();
+        for (const f of unknown) {
+          for (const v of [...(index.get(f) ?? [])].filter(usable).sort()) {
+            const other = firstOf.get(v);
+            if (other) {
+              const [a, b] = [find(f), find(other)].sort() as [string, string];
+              group.set(b, a);
+            } else firstOf.set(v, f);
+          }
+        }
+      };
+      unite(macsOf, isIdentifyingMac);
+      unite(addrsOf, () => true);
+      const members = new Map<string, string[]>();
+      for (const f of unknown) (members.get(find(f)) ?? members.set(find(f), []).get(find(f))!).push(f);
       const links: { fingerprint: string; hostId: string }[] = [];
       const fresh: string[] = [];
-      for (const f of unknown) {
-        const viaMac = [...(macsOf.get(f) ?? [])].filter(isIdentifyingMac).sort().map((m) => byMac.get(m)).find(Boolean);
-        const match = viaMac ?? [...(addrsOf.get(f) ?? [])].sort().map((a) => byAddr.get(a)).find(Boolean);
-        if (match) links.push({ fingerprint: f, hostId: match });
-        else fresh.push(f);
+      const followers: { fingerprint: string; leader: string }[] = [];
+      for (const [leader, fs] of members) {
+        const macs = fs.flatMap((f) => [...(macsOf.get(f) ?? [])]).filter(isIdentifyingMac).sort();
+        const addrs = fs.flatMap((f) => [...(addrsOf.get(f) ?? [])]).sort();
+        const match = macs.map((m) => byMac.get(m)).find(Boolean) ?? addrs.map((a) => byAddr.get(a)).find(Boolean);
+        if (match) for (const f of fs) links.push({ fingerprint: f, hostId: match });
+        else {
+          fresh.push(leader);
+          for (const f of fs) if (f !== leader) followers.push({ fingerprint: f, leader });
+        }
       }
       await repo.linkFingerprints(trx, org, links);
       for (const h of await repo.createHosts(trx, org, session.site_id, fresh)) createdHosts.add(h.id);
+      for (const r of await repo.knownFingerprints(trx, org, fresh)) hostOf.set(r.fingerprint, r.host_id);
+      await repo.linkFingerprints(trx, org, followers.map((x) => ({ fingerprint: x.fingerprint, hostId: hostOf.get(x.leader)! })));
       for (const r of await repo.knownFingerprints(trx, org, unknown)) hostOf.set(r.fingerprint, r.host_id);
     }
     const host = (f: string) => hostOf.get(f)!;
 
-    // 2. Facts, each a set-based upsert that writes only what changed (or was not yet seen this session).
-    let written = 0;
-    const hostFacts = mergeBy(b.hosts, (h) => h.fingerprint).map((h) => ({
-      id: host(h.fingerprint),
-      hostname: orNull(h.hostname),
-      fqdn: orNull(h.fqdn),
-      vendor: orNull(h.vendor),
-      os: orNull(h.os),
-      deviceType: orNull(h.deviceType),
-      parentId: h.parentFingerprint ? host(h.parentFingerprint) : null,
-    }));
-    const updatedHosts = await repo.updateHosts(trx, org, since, mergeBy(hostFacts, (h) => h.id));
-    written += updatedHosts.length;
+    // 2. Facts, each a set-based upsert that writes only what changed (or was not yet seen this
+    //    session). Each input row is a dedup hit unless the row it maps to was created or changed.
+    const changed = new Set<string>();
+    const mark = (kind: string, key: string) => changed.add(`${kind}|${key}`);
+    const hit = (kind: string, key: string) => !changed.has(`${kind}|${key}`);
+
+    const hostFacts = mergeBy(
+      b.hosts.map((h) => ({
+        id: host(h.fingerprint),
+        hostname: orNull(h.hostname),
+        fqdn: orNull(h.fqdn),
+        vendor: orNull(h.vendor),
+        os: orNull(h.os),
+        deviceType: orNull(h.deviceType),
+        parentId: h.parentFingerprint ? host(h.parentFingerprint) : null,
+      })),
+      (h) => h.id,
+    );
+    const updatedHosts = await repo.updateHosts(trx, org, since, hostFacts);
+    for (const h of updatedHosts) if (h.changed) mark('host', h.id);
+    for (const id of createdHosts) mark('host', id);
 
     const addresses = mergeBy(
       [
@@ -106,16 +154,15 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
         ...b.hosts.flatMap((h) => (h.interfaces ?? []).flatMap((i) => (i.addresses ?? []).map((a) => ({ hostId: host(h.fingerprint), address: a, mac: orNull(i.mac) })))),
         ...[...b.ports, ...b.services, ...b.tls].map((x) => ({ hostId: host(x.fingerprint), address: x.address, mac: null })),
       ],
-      (a) => `${a.hostId}|${a.address.toLowerCase()}`,
+      (a) => `${a.hostId}|${a.address}`,
     );
-    const addressWrites = await repo.upsertAddresses(trx, org, since, addresses);
-    const interfaces = mergeBy(
-      b.hosts.flatMap((h) => (h.interfaces ?? []).map((i) => ({ hostId: host(h.fingerprint), name: i.name, mac: orNull(i.mac) }))),
-      (i) => `${i.hostId}|${i.name}`,
+    for (const r of await repo.upsertAddresses(trx, org, since, addresses)) if (r.changed) mark('ip', `${r.host_id}|${canonicalIp(r.address)}`);
+    await repo.upsertInterfaces(
+      trx, org, since,
+      mergeBy(b.hosts.flatMap((h) => (h.interfaces ?? []).map((i) => ({ hostId: host(h.fingerprint), name: i.name, mac: orNull(i.mac) }))), (i) => `${i.hostId}|${i.name}`),
     );
-    written += addressWrites;
-    written += await repo.upsertInterfaces(trx, org, since, interfaces);
 
+    const serviceKey = (hostId: string, protocol: string, port: number) => `${hostId}|${protocol}|${port}`;
     const services = mergeBy(
       [
         ...b.ports.map((x) => ({ hostId: host(x.fingerprint), protocol: x.protocol, port: x.number, address: x.address, state: x.state, banner: orNull(x.banner) })),
@@ -124,38 +171,42 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
           version: orNull(x.version), cpe: orNull(x.cpe), signatureId: orNull(x.signatureId), signatureSource: orNull(x.signatureSource), confidence: orNull(x.confidence), evidence: orNull(x.evidence),
         })),
       ],
-      (s) => `${s.hostId}|${s.protocol}|${s.port}`,
-    ).map((s) => ({
+      (x) => serviceKey(x.hostId, x.protocol, x.port),
+    ).map((x) => ({
       state: null, banner: null, name: null, product: null, vendor: null, version: null, cpe: null, signatureId: null, signatureSource: null, confidence: null, evidence: null,
-      ...s,
+      ...x,
     })) as repo.ServiceFacts[];
     const serviceRows = await repo.upsertServices(trx, org, since, services);
-    written += serviceRows.length;
+    for (const r of serviceRows) if (r.changed) mark('service', serviceKey(r.host_id, r.protocol, r.port));
 
     const now = new Date();
     const certs = mergeBy(
-      b.tls.flatMap((t) => {
+      b.tls.map((t) => {
         const assessed = t.chainPem?.length ? assessChain(t.chainPem, now) : null;
-        const notBefore = assessed?.notBefore ?? (t.notBefore ? new Date(t.notBefore) : null);
-        const notAfter = assessed?.notAfter ?? (t.notAfter ? new Date(t.notAfter) : null);
-        if (!notBefore || !notAfter) return [];
-        return [{
+        const notBefore = assessed?.notBefore ?? new Date(t.notBefore!);
+        const notAfter = assessed?.notAfter ?? new Date(t.notAfter!);
+        return {
           hostId: host(t.fingerprint), address: t.address, port: t.port,
           subject: assessed?.subject ?? t.subject ?? '', issuer: assessed?.issuer ?? t.issuer ?? '', notBefore, notAfter,
           sha256: t.sha256, chainPem: t.chainPem ?? [], trustStatus: assessed?.trustStatus ?? trustFromDates(notBefore, notAfter, now),
-        }];
+        };
       }),
       (c) => `${c.hostId}|${c.port}|${c.sha256}`,
     );
-    written += await repo.upsertCertificates(trx, org, since, certs);
+    for (const r of await repo.upsertCertificates(trx, org, since, certs)) if (r.changed) mark('tls', `${r.host_id}|${r.port}|${r.sha256}`);
 
-    written += await repo.upsertNeighbors(trx, org, since, mergeBy(b.neighbors.map((n) => ({
+    const neighbours = mergeBy(b.neighbors.map((n) => ({
       hostId: host(n.fingerprint), localInterface: n.localInterface, remoteChassisId: n.remoteChassisId, remotePortId: orNull(n.remotePortId),
-      remoteSystemName: orNull(n.remoteSystemName), managementAddress: orNull(n.managementAddress), protocol: n.protocol,
-    })), (n) => `${n.hostId}|${n.localInterface}|${n.remoteChassisId}`));
-    written += await repo.upsertVlans(trx, org, since, mergeBy(b.vlans.map((v) => ({ hostId: host(v.fingerprint), vlanId: v.vlanId, name: orNull(v.name), tagged: [...(v.tagged ?? [])].sort(), untagged: [...(v.untagged ?? [])].sort() })), (v) => `${v.hostId}|${v.vlanId}`));
-    written += await repo.upsertRoutes(trx, org, since, mergeBy(b.routes.map((r) => ({ hostId: host(r.fingerprint), destination: r.destination, nextHop: orNull(r.nextHop), iface: r.interface ?? '', metric: orNull(r.metric) })), (r) => `${r.hostId}|${r.destination}|${r.iface}`));
-    written += await repo.upsertLagGroups(trx, org, since, mergeBy(b.lagGroups.map((l) => ({ hostId: host(l.fingerprint), name: l.name, protocol: orNull(l.protocol), members: [...l.members].sort() })), (l) => `${l.hostId}|${l.name}`));
+      remoteSystemName: orNull(n.remoteSystemName), managementAddress: orNull(n.managementAddress), protocol: orNull(n.protocol),
+    })), (n) => `${n.hostId}|${n.localInterface}|${n.remoteChassisId}`);
+    for (const r of await repo.upsertNeighbors(trx, org, since, neighbours)) if (r.changed) mark('neighbor', `${r.host_id}|${r.local_interface}|${r.remote_chassis_id}`);
+    const vlans = mergeBy(b.vlans.map((v) => ({ hostId: host(v.fingerprint), vlanId: v.vlanId, name: orNull(v.name), tagged: v.tagged ?? null, untagged: v.untagged ?? null })), (v) => `${v.hostId}|${v.vlanId}`);
+    for (const r of await repo.upsertVlans(trx, org, since, vlans)) if (r.changed) mark('vlan', `${r.host_id}|${r.vlan_id}`);
+    const routeKey = (hostId: string, destination: string, iface: string) => `${hostId}|${networkOf(destination)}|${iface}`;
+    const routes = mergeBy(b.routes.map((r) => ({ hostId: host(r.fingerprint), destination: r.destination, nextHop: orNull(r.nextHop), iface: r.interface ?? '', metric: orNull(r.metric) })), (r) => routeKey(r.hostId, r.destination, r.iface));
+    for (const r of await repo.upsertRoutes(trx, org, since, routes)) if (r.changed) mark('route', routeKey(r.host_id, r.destination, r.interface));
+    const lags = mergeBy(b.lagGroups.map((l) => ({ hostId: host(l.fingerprint), name: l.name, protocol: orNull(l.protocol), members: l.members ?? null })), (l) => `${l.hostId}|${l.name}`);
+    for (const r of await repo.upsertLagGroups(trx, org, since, lags)) if (r.changed) mark('lag', `${r.host_id}|${r.name}`);
 
     // 3. The session: progress, state; a session completing now marks absent what it did not see.
     const state = await repo.advanceSession(trx, org, b.sessionId, { final: b.final, ...b.stats });
@@ -166,12 +217,29 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
       ...updatedHosts.filter((h) => h.changed && !createdHosts.has(h.id)).map((h) => ({ id: h.id, action: 'updated' as const })),
     ]);
     await repo.logChanges(trx, org, 'service', [
-      ...serviceRows.map((s) => ({ id: s.id, action: s.inserted ? ('created' as const) : ('updated' as const) })),
+      ...serviceRows.filter((r) => r.changed).map((r) => ({ id: r.id, action: r.inserted ? ('created' as const) : ('updated' as const) })),
       ...gone.map((id) => ({ id, action: 'updated' as const })),
     ]);
 
-    // dedupHits: the batch's rows less the rows it wrote; a replay writes nothing, so all are hits.
-    const accepted = b.hosts.length + b.ips.length + b.ports.length + b.services.length + b.neighbors.length + b.vlans.length + b.routes.length + b.lagGroups.length + b.tls.length;
-    return { accepted, dedupHits: Math.max(0, accepted - written) };
+    const rowsIn: [string, string][] = [
+      ...b.hosts.map((h) => ['host', host(h.fingerprint)] as [string, string]),
+      ...b.ips.map((x) => ['ip', `${host(x.hostFingerprint)}|${x.address}`] as [string, string]),
+      ...b.ports.map((x) => ['service', serviceKey(host(x.fingerprint), x.protocol, x.number)] as [string, string]),
+      ...b.services.map((x) => ['service', serviceKey(host(x.fingerprint), x.protocol, x.port)] as [string, string]),
+      ...b.tls.map((x) => ['tls', `${host(x.fingerprint)}|${x.port}|${x.sha256}`] as [string, string]),
+      ...b.neighbors.map((x) => ['neighbor', `${host(x.fingerprint)}|${x.localInterface}|${x.remoteChassisId}`] as [string, string]),
+      ...b.vlans.map((x) => ['vlan', `${host(x.fingerprint)}|${x.vlanId}`] as [string, string]),
+      ...b.routes.map((x) => ['route', routeKey(host(x.fingerprint), x.destination, x.interface ?? '')] as [string, string]),
+      ...b.lagGroups.map((x) => ['lag', `${host(x.fingerprint)}|${x.name}`] as [string, string]),
+    ];
+    return { accepted: rowsIn.length, dedupHits: rowsIn.filter(([kind, key]) => hit(kind, key)).length };
   });
+}
+
+/** A whole observation batch: the reconciliation above, then its `flows` through the flow path. */
+export async function ingestObservationBatch(db: Kysely<DB>, p: DaemonPrincipal, b: Batch): Promise<{ accepted: number; dedupHits: number }> {
+  const result = await ingestObservations(db, p, b);
+  if (b.flows.length === 0) return result;
+  const flows = await ingestFlows(db, p, { flows: b.flows, dropped: 0 });
+  return { accepted: result.accepted + b.flows.length, dedupHits: result.dedupHits + (b.flows.length - flows.accepted) };
 }
