@@ -1,38 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as admin from '../src/admin/admin.service.js';
+import { daemonHeaders, daemonKey, heartbeat, poll, register } from './daemon-client.js';
 import { type SeededOrg, type TestApp, bearer, buildTestApp, createTestDatabase, seedMemberWithKey, seedOrg, type TestDatabase } from './helpers.js';
 import { addSite } from './fixtures.js';
 
-type Inject = TestApp['app'];
 
-async function daemonKey(t: TestApp, org: SeededOrg) {
-  return (await admin.createDaemonKey(t.database.db, { type: 'cli' }, { org: org.organisationId })).token;
-}
-
-async function register(app: Inject, token: string, body: Record<string, unknown> = {}) {
-  const res = await app.inject({
-    method: 'POST',
-    url: '/api/v1/daemon/register',
-    headers: bearer(token),
-    payload: { name: `d-${randomUUID().slice(0, 8)}`, version: '1.0.0', os: 'linux', arch: 'amd64', capabilities: { ebpf: false, netflow: true, nmap: true }, networkCidrs: [], bootId: randomUUID(), metadata: {}, ...body },
-  });
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json().daemonId as string;
-}
-
-const daemonHeaders = (token: string, daemonId: string) => ({ ...bearer(token), 'x-daemon-id': daemonId });
-
-async function heartbeat(app: Inject, token: string, daemonId: string, status = 'online') {
-  const res = await app.inject({ method: 'POST', url: '/api/v1/daemon/heartbeat', headers: daemonHeaders(token, daemonId), payload: { status, loadedSignatures: { core: 120, custom: 3 } } });
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json();
-}
-
-function poll(app: Inject, token: string, daemonId: string, waitSeconds = 0) {
-  return app.inject({ method: 'POST', url: '/api/v1/daemon/jobs/poll', headers: daemonHeaders(token, daemonId), payload: { waitSeconds } });
-}
 
 describe('daemon registration and heartbeat (spec 3.3, 4.4)', () => {
   let t: TestApp;

@@ -7,7 +7,7 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as admin from '../src/admin/admin.service.js';
+import { daemonHeaders, daemonKey, heartbeat, poll, register } from './daemon-client.js';
 import { type SeededOrg, type TestApp, bearer, buildTestApp, seedMemberWithKey, seedOrg } from './helpers.js';
 
 // Observation ingest (spec 4.4, 4.5; decisions.md "Observation elements", "Scan sessions"), driven
@@ -17,35 +17,6 @@ import { type SeededOrg, type TestApp, bearer, buildTestApp, seedMemberWithKey, 
 type Inject = TestApp['app'];
 type Json = Record<string, any>;
 
-// ---------------------------------------------------------------------------------------------
-// Daemon protocol helpers (as in daemons.test.ts)
-
-async function daemonKey(t: TestApp, org: SeededOrg) {
-  return (await admin.createDaemonKey(t.database.db, { type: 'cli' }, { org: org.organisationId })).token;
-}
-
-async function register(app: Inject, token: string, body: Record<string, unknown> = {}) {
-  const res = await app.inject({
-    method: 'POST',
-    url: '/api/v1/daemon/register',
-    headers: bearer(token),
-    payload: { name: `d-${randomUUID().slice(0, 8)}`, version: '1.0.0', os: 'linux', arch: 'amd64', capabilities: { ebpf: false, netflow: true, nmap: true }, networkCidrs: [], bootId: randomUUID(), metadata: {}, ...body },
-  });
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json().daemonId as string;
-}
-
-const daemonHeaders = (token: string, daemonId: string) => ({ ...bearer(token), 'x-daemon-id': daemonId });
-
-async function heartbeat(app: Inject, token: string, daemonId: string, status = 'online') {
-  const res = await app.inject({ method: 'POST', url: '/api/v1/daemon/heartbeat', headers: daemonHeaders(token, daemonId), payload: { status, loadedSignatures: { core: 120, custom: 3 } } });
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json();
-}
-
-function poll(app: Inject, token: string, daemonId: string, waitSeconds = 0) {
-  return app.inject({ method: 'POST', url: '/api/v1/daemon/jobs/poll', headers: daemonHeaders(token, daemonId), payload: { waitSeconds } });
-}
 
 // ---------------------------------------------------------------------------------------------
 // A scanning organisation: an operator key, an online daemon, networks, sessions.
@@ -455,6 +426,18 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
     ips: [{ hostFingerprint: 'fp-x', address: '10.3.0.9' }],
     ports: [{ fingerprint: 'fp-x', address: '10.3.0.9', protocol: 'tcp', number: 22 }],
     ...extra,
+  });
+
+  it('answers an identical batch of the same session at once as all dedupHits, but applies one that differs in any field', async () => {
+    const sc = await scanningOrg(t);
+    const sessionId = await startSession(t, sc, await createNetwork(t, sc, '10.3.0.0/16'));
+    expect(await ingest(t, sc.daemon, small(sessionId))).toEqual({ accepted: 3, dedupHits: 0 });
+    expect(await ingest(t, sc.daemon, small(sessionId))).toEqual({ accepted: 3, dedupHits: 3 });
+    const renamed = small(sessionId, { hosts: [{ fingerprint: 'fp-x', hostname: 'x-renamed' }] });
+    expect(await ingest(t, sc.daemon, renamed)).toEqual({ accepted: 3, dedupHits: 2 });
+    const hosts = await t.database.db.selectFrom('hosts').select('hostname').where('organisation_id', '=', sc.org.organisationId).execute();
+    expect(hosts.map((h) => h.hostname)).toEqual(['x-renamed']);
+    expect(await count(t, 'scan_batches', sc.org.organisationId)).toBe(2);
   });
 
   it('stores the flows of a batch through the flow path, resolved against the hosts of the same batch, once', async () => {

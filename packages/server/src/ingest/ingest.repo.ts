@@ -339,3 +339,13 @@ export async function logChanges(db: Db, o: string, entityType: string, changes:
   await sql`insert into change_log (organisation_id, entity_type, entity_id, action)
     select ${o}, ${entityType}, id, a from unnest(${changes.map((c) => c.id)}::uuid[], ${changes.map((c) => c.action)}::text[]) as v(id, a)`.execute(db);
 }
+
+/** Whether the session already applied a batch with this digest. */
+export async function batchSeen(db: Db, o: string, sessionId: string, digest: string) {
+  const r = await rows(sql<{ rows: number }>`select rows from scan_batches where organisation_id = ${o} and session_id = ${sessionId} and digest = ${digest}`, db);
+  return r.length > 0;
+}
+
+export async function recordBatch(db: Db, o: string, sessionId: string, digest: string, n: number) {
+  await sql`insert into scan_batches (organisation_id, session_id, digest, rows) values (${o}, ${sessionId}, ${digest}, ${n}) on conflict do nothing`.execute(db);
+}

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ObservationsRequest } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
@@ -51,6 +52,13 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
     if (!session) throw new AppError('not_found', `No scan session ${b.sessionId} for this daemon.`);
     if (session.state === 'cancelled') throw new AppError('session_cancelled', 'The scan session was cancelled; stop sending its batches.');
     const since = session.since;
+
+    // An identical batch this session already applied (a retry after a lost answer) changes
+    // nothing by construction: answer it at once. The digest covers the validated, normalised batch.
+    const rowsInBatch = b.hosts.length + b.ips.length + b.ports.length + b.services.length + b.neighbors.length + b.vlans.length + b.routes.length + b.lagGroups.length + b.tls.length;
+    const digest = createHash('sha256').update(JSON.stringify({ ...b, flows: [] })).digest('hex');
+    if (await repo.batchSeen(trx, org, b.sessionId, digest)) return { accepted: rowsInBatch, dedupHits: rowsInBatch };
+    await repo.recordBatch(trx, org, b.sessionId, digest, rowsInBatch);
 
     // 1. Which host each fingerprint names: known, or matched by MAC then address within the site, or new.
     const fingerprints = new Set<string>();
