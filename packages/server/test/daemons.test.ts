@@ -268,6 +268,26 @@ describe('scans and the job poll (spec 3.2, 4.3, 4.4; decisions.md "Scan session
     expect(Date.now() - t0).toBeLessThan(10_000);
   });
 
+  it('releases a waiting poll at once when its client hangs up', async () => {
+    const d = await register(t.app, token);
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (t.app.server.address() as import('node:net').AddressInfo).port;
+    const http = await import('node:http');
+    const body = JSON.stringify({ waitSeconds: 30 });
+    const req = http.request({ host: '127.0.0.1', port, path: '/api/v1/daemon/jobs/poll', method: 'POST', headers: { ...daemonHeaders(token, d), 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+    req.on('error', () => {});
+    req.end(body);
+    const until = async (cond: () => boolean) => {
+      for (let i = 0; i < 100 && !cond(); i++) await new Promise((r) => setTimeout(r, 20));
+      return cond();
+    };
+    expect(await until(() => t.app.jobWaiters.size === 1)).toBe(true);
+    req.destroy();
+    const t0 = Date.now();
+    expect(await until(() => t.app.jobWaiters.size === 0)).toBe(true);
+    expect(Date.now() - t0).toBeLessThan(1000);
+  });
+
   it('hands a job to exactly one of many concurrent polls', async () => {
     const net = await network();
     const d = await register(t.app, token, { networkCidrs: [net.cidr] });

@@ -43,6 +43,12 @@ function responseSerializer({ schema }: { schema: unknown }) {
   return fastJson(z.toJSONSchema(schema as z.ZodType, { target: 'openapi-3.0', io: 'output', unrepresentable: 'any' }) as never);
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    jobWaiters: JobWaiters;
+  }
+}
+
 /** Every route of the contract; the app registers exactly these (a test holds it to that). */
 export const contractRoutes: readonly RouteDef[] = Object.values(routes);
 
@@ -124,6 +130,7 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   registerTopologyRoutes(app, { db: database.db });
   const waiters = new JobWaiters();
   await waiters.start(database);
+  app.decorate('jobWaiters', waiters); // long polls waiting in this process (for metrics and tests)
   app.addHook('preClose', async () => waiters.stop()); // wake long polls so close does not wait 60 s
   registerDaemonRoutes(app, { db: database.db, config, waiters });
 
