@@ -54,3 +54,8 @@ export const Problem = z
   })
   .catchall(z.unknown());
 export type Problem = z.infer<typeof Problem>;
+
+/** True for any UUID text (any version), case-insensitive. */
+export function isUuid(s: string): boolean {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
+}

@@ -428,6 +428,17 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
     ...extra,
   });
 
+  it('accepts a batch for a stalled session and moves it back to running', async () => {
+    const sc = await scanningOrg(t);
+    const sessionId = await startSession(t, sc, await createNetwork(t, sc, '10.3.0.0/16'));
+    await ingest(t, sc.daemon, small(sessionId));
+    // The scan.stall job (a later issue) sets this state; the rule under test is what a batch does to it.
+    await sql`update scan_sessions set state = 'stalled' where id = ${sessionId}`.execute(t.database.db);
+    expect((await getScan(t, sc, sessionId)).state).toBe('stalled');
+    await ingest(t, sc.daemon, small(sessionId, { hosts: [{ fingerprint: 'fp-x', hostname: 'x-2' }] }));
+    expect((await getScan(t, sc, sessionId)).state).toBe('running');
+  });
+
   it('answers an identical batch of the same session at once as all dedupHits, but applies one that differs in any field', async () => {
     const sc = await scanningOrg(t);
     const sessionId = await startSession(t, sc, await createNetwork(t, sc, '10.3.0.0/16'));

@@ -1,13 +1,13 @@
+import { isUuid } from '@surveyor/contract';
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 
 /** An organisation by id or by (case-insensitive) name. */
 export function findOrganisation(db: Kysely<DB>, idOrName: string) {
-  const isUuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(idOrName);
   return db
     .selectFrom('organisations')
     .select(['id', 'name'])
-    .where((eb) => (isUuid ? eb('id', '=', idOrName) : eb(sql`lower(name)`, '=', idOrName.toLowerCase())))
+    .where((eb) => (isUuid(idOrName) ? eb('id', '=', idOrName) : eb(sql`lower(name)`, '=', idOrName.toLowerCase())))
     .executeTakeFirst();
 }
 

@@ -1,4 +1,4 @@
-import { Role, type Scope, ScopeSchema } from '@surveyor/contract';
+import { Role, type Scope, ScopeSchema, isUuid } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
@@ -13,7 +13,7 @@ import * as repo from './admin.repo.js';
 
 const Email = z.email().max(320).transform((e) => e.toLowerCase());
 const Name = z.string().trim().min(1).max(200);
-const OrgName = Name.refine((n) => !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(n), 'a name may not look like an id');
+const OrgName = Name.refine((n) => !isUuid(n), 'a name may not look like an id');
 const Password = z.string().min(12, 'at least 12 characters').max(1024);
 
 function parse<T>(schema: z.ZodType<T>, value: unknown, field: string): T {

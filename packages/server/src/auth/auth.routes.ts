@@ -6,16 +6,10 @@ import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { SESSION_COOKIE } from '../http/auth-hook.js';
 import { type RateLimiter, rateLimitHeaders } from '../http/rate-limit.js';
+import { sessionPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import * as auth from './auth.service.js';
 import * as keys from './keys.service.js';
-import type { Principal } from './principal.js';
-
-type Session = Extract<Principal, { kind: 'session' }>;
-const session = (p: Principal | null): Session => {
-  if (p?.kind !== 'session') throw new AppError('unauthorized', 'Sign in first.');
-  return p;
-};
 
 /** Login, logout, me and password change: the browser session surface (internal, not in OpenAPI). */
 export function registerAuthRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; config: Config; limiter: RateLimiter }): void {
@@ -33,33 +27,33 @@ export function registerAuthRoutes(app: FastifyInstance, deps: { db: Kysely<DB>;
   });
 
   addRoute(app, routes.logout, async (request, reply) => {
-    await auth.logout(db, session(request.principal), request.id);
+    await auth.logout(db, sessionPrincipal(request), request.id);
     setCookie(reply, '', 0);
     return reply.code(204).send();
   });
 
-  addRoute(app, routes.me, async (request) => auth.sessionInfo(db, session(request.principal)));
+  addRoute(app, routes.me, async (request) => auth.sessionInfo(db, sessionPrincipal(request)));
 
   addRoute(app, routes.introspectKey, async (request) => {
     const p = request.principal;
     if (p?.kind !== 'apiKey') throw new AppError('unauthorized', 'This endpoint needs an API key.');
-    return keys.introspect(p);
+    return keys.introspect(p); // the principal itself, not only the actor: role and scopes are the answer
   });
 
-  addRoute(app, routes.listApiKeys, async (request) => ({ data: await keys.listKeys(db, session(request.principal)) }));
+  addRoute(app, routes.listApiKeys, async (request) => ({ data: await keys.listKeys(db, sessionPrincipal(request)) }));
 
   addRoute(app, routes.createApiKey, async (request, reply) => {
-    const created = await keys.createKeyForSession(db, session(request.principal), request.body, request.id);
+    const created = await keys.createKeyForSession(db, sessionPrincipal(request), request.body, request.id);
     return reply.code(201).send(created);
   });
 
   addRoute(app, routes.revokeApiKey, async (request, reply) => {
-    await keys.revokeKeyForSession(db, session(request.principal), request.params.id, request.id);
+    await keys.revokeKeyForSession(db, sessionPrincipal(request), request.params.id, request.id);
     return reply.code(204).send();
   });
 
   addRoute(app, routes.changePassword, async (request, reply) => {
-    await auth.changePassword(db, session(request.principal), { ...request.body, requestId: request.id });
+    await auth.changePassword(db, sessionPrincipal(request), { ...request.body, requestId: request.id });
     return reply.code(204).send();
   });
 }

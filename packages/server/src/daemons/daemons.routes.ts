@@ -1,21 +1,15 @@
 import { routes } from '@surveyor/contract';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
-import { AppError } from '../errors.js';
+import { daemonPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import { ingestFlows } from '../ingest/flows.js';
 import { ingestObservationBatch } from '../ingest/ingest.service.js';
 import { claimNextJob } from '../scans/scans.service.js';
 import * as daemons from './daemons.service.js';
 import type { JobWaiters } from './job-waiters.js';
-
-function daemonPrincipal(request: FastifyRequest): daemons.DaemonPrincipal {
-  const p = request.principal;
-  if (p?.kind !== 'daemon') throw new AppError('unauthorized', 'This endpoint needs a daemon key.');
-  return p;
-}
 
 /** The daemon protocol (spec 4.4): register, heartbeat, job poll. */
 export function registerDaemonRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; config: Config; waiters: JobWaiters }): void {

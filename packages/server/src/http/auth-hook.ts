@@ -1,4 +1,4 @@
-import { type Role, type RouteAuth, problemCodes, roleAtLeast } from '@surveyor/contract';
+import { type Role, type RouteAuth, isUuid, problemCodes, roleAtLeast } from '@surveyor/contract';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authenticateBearer, authenticateSession, keyGrants } from '../auth/auth.service.js';
 import type { Principal } from '../auth/principal.js';
@@ -27,7 +27,6 @@ export const SESSION_COOKIE = 'surveyor_session';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** What a session with a one-time password may do before changing it. */
 const PASSWORD_CHANGE_ROUTES = new Set(['me', 'logout', 'changePassword']);
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function bearer(request: FastifyRequest): string | null {
   const h = request.headers.authorization;
@@ -79,7 +78,7 @@ export function registerAuthHook(app: FastifyInstance, deps: { database: Databas
       limit(request, `daemon:${principal.keyId}`, config.rateLimits.daemonPerMinute);
       const daemonId = request.headers['x-daemon-id'];
       if (auth.kind === 'daemon' && auth.daemonId) {
-        if (typeof daemonId !== 'string' || !UUID.test(daemonId)) throw new AppError('unauthorized', 'This daemon endpoint needs the X-Daemon-ID header returned by register.');
+        if (typeof daemonId !== 'string' || !isUuid(daemonId)) throw new AppError('unauthorized', 'This daemon endpoint needs the X-Daemon-ID header returned by register.');
         principal.daemonId = daemonId.toLowerCase();
       }
     } else {

@@ -63,13 +63,12 @@ export function errorHandler(baseUrl: string) {
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
-      let code: ProblemCode = byStatus[status] ?? 'validation_failed';
+      const code: ProblemCode = byStatus[status] ?? 'validation_failed';
       let detail = error.message;
       if (error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError) detail = `The body is not valid JSON: ${error.message}`;
       if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') detail = 'The body is empty but declared as JSON.';
       if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') detail = `Unsupported Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')}; send application/json.`;
       if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') detail = 'The body is larger than this server accepts.';
-      if (status === 400 && !byStatus[status]) code = 'validation_failed';
       return sendProblem(reply, baseUrl, code, detail);
     }
     request.log.error({ err: error }, 'unhandled error');

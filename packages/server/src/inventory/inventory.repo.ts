@@ -1,5 +1,6 @@
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { rfc3339 } from '../db/sql.js';
 
 export interface PageArgs {
   organisationId: string;
@@ -9,16 +10,8 @@ export interface PageArgs {
   take: number;
 }
 
-/**
- * A timestamp column as RFC 3339 text (UTC, milliseconds), formatted by PostgreSQL: list pages
- * then skip parsing thousands of dates into Date objects only to print them again.
- */
-function iso<C extends string>(column: C) {
-  return sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`.as(column);
-}
-function isoOrNull<C extends string>(column: C) {
-  return sql<string | null>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`.as(column);
-}
+const iso = <C extends string>(column: C) => rfc3339(column).as(column);
+const isoOrNull = <C extends string>(column: C) => rfc3339<string | null>(column).as(column);
 
 /** Keyset page on (organisation_id, seq): the same index range scan at any depth. */
 function keyset<T extends keyof DB & string, O>(q: SelectQueryBuilder<DB, T, O>, table: T, p: PageArgs) {

@@ -1,19 +1,11 @@
 import { type CollectionName, routes } from '@surveyor/contract';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
-import type { Actor } from '../audit/audit.repo.js';
 import type { DB } from '../db/schema.js';
-import { AppError } from '../errors.js';
+import { keyActor } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import type { CursorCodec } from './cursor.js';
 import * as inventory from './inventory.service.js';
-
-/** The acting API key (and through it the user), for audit rows. */
-export function keyActor(request: FastifyRequest): Actor & { organisationId: string } {
-  const p = request.principal;
-  if (p?.kind !== 'apiKey') throw new AppError('unauthorized', 'This endpoint needs an API key.');
-  return { type: 'key', keyId: p.keyId, userId: p.userId, requestId: request.id, organisationId: p.organisationId };
-}
 
 const collections = {
   hosts: routes.listHosts,

@@ -1,4 +1,4 @@
-import { type CollectionName, type VulnerabilityState, listQueries, parseCidr, parseIp, vulnerabilityPatchMoves } from '@surveyor/contract';
+import { type CollectionName, type VulnerabilityState, isUuid, listQueries, parseCidr, parseIp, vulnerabilityPatchMoves } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
@@ -7,7 +7,6 @@ import { AppError } from '../errors.js';
 import type { CursorCodec } from './cursor.js';
 import * as repo from './inventory.repo.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 type Row<F extends (...a: never[]) => Promise<unknown[]>> = Awaited<ReturnType<F>>[number];
 
@@ -133,7 +132,7 @@ const toTopology = (r: Row<typeof repo.listTopologies>) => ({
 
 /** Classifies a host search term (spec 2.3): UUID → id, address → address, CIDR → containment, else name prefix. */
 export function classifySearch(term: string): repo.HostSearch {
-  if (UUID.test(term)) return { kind: 'id', id: term.toLowerCase() };
+  if (isUuid(term)) return { kind: 'id', id: term.toLowerCase() };
   if (parseIp(term)) return { kind: 'address', address: term };
   if (parseCidr(term)) return { kind: 'cidr', cidr: term }; // host bits may be set: the search uses its network
   return { kind: 'name', prefix: term };

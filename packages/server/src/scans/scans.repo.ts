@@ -1,8 +1,9 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { rfc3339 } from '../db/sql.js';
 import { JOBS_CHANNEL } from '../daemons/job-waiters.js';
 
-const ts = (c: string) => sql<string | null>`to_char(${sql.ref(c)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`.as(c);
+const ts = (c: string) => rfc3339<string | null>(c).as(c);
 
 export const sessionColumns = [
   'id', 'state', 'network_id', 'daemon_id', 'nmap_enabled', 'nmap_scripts', 'hosts_total', 'hosts_scanned', 'ports_scanned', 'batches',

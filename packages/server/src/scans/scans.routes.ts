@@ -2,7 +2,7 @@ import { routes } from '@surveyor/contract';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
-import { keyActor } from '../inventory/inventory.routes.js';
+import { keyActor } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import * as scans from './scans.service.js';
 

@@ -1,7 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
-
-const ts = (expr: ReturnType<typeof sql>) => sql<string>`to_char(${expr} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+import { rfc3339 } from '../db/sql.js';
 
 export function hostExists(db: Kysely<DB>, organisationId: string, id: string) {
   return db.selectFrom('hosts').select('id').where('organisation_id', '=', organisationId).where('id', '=', id).executeTakeFirst();
@@ -39,7 +38,7 @@ export interface PeerRow {
 export async function flowPeers(db: Kysely<DB>, organisationId: string, hostId: string, from: Date, direction: 'in' | 'out') {
   const [self, peerIp, peerHost] = direction === 'in' ? ['dst_host_id', 'src_ip', 'src_host_id'] : ['src_host_id', 'dst_ip', 'dst_host_id'];
   const r = await sql<PeerRow>`
-    select f.peer_host as host_id, host(f.peer_ip) as address, h.hostname, f.ports, f.protocols, f.bytes, f.packets, f.flows, ${ts(sql`f.last_seen`)} as last_seen_at
+    select f.peer_host as host_id, host(f.peer_ip) as address, h.hostname, f.ports, f.protocols, f.bytes, f.packets, f.flows, ${rfc3339('f.last_seen')} as last_seen_at
     from (
       select ${sql.ref(peerIp)} as peer_ip, min(${sql.ref(peerHost)}::text)::uuid as peer_host,
              array_agg(distinct dst_port order by dst_port) as ports, array_agg(distinct protocol order by protocol) as protocols,

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { addRoute } from '../http/route.js';
-import { keyActor } from '../inventory/inventory.routes.js';
+import { keyActor } from '../http/principals.js';
 import { topologySvg } from './svg.js';
 import { hostTopology } from './topology.service.js';
 
