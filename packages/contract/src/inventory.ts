@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Timestamp, Uuid } from './common.js';
-import { canonicalIp, parseCidr, parseIp } from './net.js';
+import { canonicalIp, parseCidr } from './net.js';
 
 // ---------------------------------------------------------------------------------------------
 // Enumerations (decisions.md)
@@ -36,12 +36,23 @@ export const vulnerabilityPatchMoves: Record<VulnerabilityState, VulnerabilitySt
 // ---------------------------------------------------------------------------------------------
 // Addresses
 
+const CANONICAL_IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+
 /** An IPv4 or IPv6 address, normalised to its canonical text (one spelling per address). */
 export const IpAddress = z
   .string()
   .max(64)
-  .refine((s) => parseIp(s) !== null, 'expected an IPv4 or IPv6 address')
-  .transform((s) => canonicalIp(s)!);
+  .transform((s, ctx) => {
+    // Fast path: most addresses a daemon sends are already canonical IPv4 (flow batches carry
+    // hundreds of thousands), so they skip the general parser.
+    if (CANONICAL_IPV4.test(s)) return s;
+    const canonical = canonicalIp(s);
+    if (canonical === null) {
+      ctx.addIssue({ code: 'custom', message: 'expected an IPv4 or IPv6 address' });
+      return z.NEVER;
+    }
+    return canonical;
+  });
 
 /** A CIDR whose host bits are zero: refused, never truncated (spec 2.3). */
 export const Cidr = z

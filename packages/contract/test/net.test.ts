@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseCidr, parseIp } from '../src/net.js';
+import { IpAddress } from '../src/inventory.js';
 
 describe('parseIp', () => {
   it.each([
@@ -31,5 +32,20 @@ describe('parseCidr', () => {
 
   it.each(['10.0.0.0/33', '::/129', '10.0.0.0', '10.0.0.0/', '2001:db8::/032', '10.0.0.0/08', 'abc/8'])('refuses %s', (s) => {
     expect(parseCidr(s)).toBeNull();
+  });
+});
+
+describe('IpAddress (the schema every address field uses)', () => {
+  it.each([
+    ['10.0.0.1', '10.0.0.1'], ['0.0.0.0', '0.0.0.0'], ['255.255.255.255', '255.255.255.255'],
+    ['2001:DB8:0:0:0:0:0:1', '2001:db8::1'], ['::ffff:10.0.0.1', '::ffff:a00:1'],
+  ])('takes %s as %s', (input, canonical) => {
+    expect(IpAddress.parse(input)).toBe(canonical);
+  });
+
+  it.each(['256.0.0.1', '01.2.3.4', '1.2.3', '1.2.3.4.5', '10.0.0.1 ', ' 10.0.0.1', '1::2::3', ''])('refuses %j with a message naming what was expected', (input) => {
+    const r = IpAddress.safeParse(input);
+    expect(r.success).toBe(false);
+    expect(r.error?.issues[0]?.message).toBe('expected an IPv4 or IPv6 address');
   });
 });

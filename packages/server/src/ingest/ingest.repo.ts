@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import { canonicalIp } from '@surveyor/contract';
 import type { DB } from '../db/schema.js';
 
 type Db = Kysely<DB>;
@@ -21,56 +22,82 @@ export async function knownFingerprints(db: Db, organisationId: string, fingerpr
   return rows(sql<{ fingerprint: string; host_id: string }>`select fingerprint, host_id from host_fingerprints where organisation_id = ${organisationId} and fingerprint = any(${fingerprints}::text[])`, db);
 }
 
+// The two lookups below start from the values looked up (a MATERIALIZED CTE on the value
+// indexes) and only then check each host's site: during an organisation's first large sweep the
+// planner's statistics still describe an almost empty organisation, and a plan that starts from
+// "all hosts of the organisation" grows with every batch.
+
 /** Hosts of the site holding one of these MACs (on an address or an interface). */
 export async function hostsByMac(db: Db, organisationId: string, siteId: string | null, macs: string[]) {
   if (macs.length === 0) return [];
   return rows(
     sql<{ mac: string; host_id: string }>`
-      select x.mac::text as mac, x.host_id from (
+      with x as materialized (
         select mac, host_id from host_addresses where organisation_id = ${organisationId} and mac = any(${macs}::macaddr[])
         union select mac, host_id from host_interfaces where organisation_id = ${organisationId} and mac = any(${macs}::macaddr[])
-      ) x join hosts h on h.organisation_id = ${organisationId} and h.id = x.host_id
+      )
+      select x.mac::text as mac, x.host_id from x join hosts h on h.organisation_id = ${organisationId} and h.id = x.host_id
       where h.site_id is not distinct from ${siteId}::uuid`,
     db,
   );
 }
 
-/** Hosts of the site holding one of these addresses. */
+/** Hosts of the site holding one of these addresses; addresses come back canonical. */
 export async function hostsByAddress(db: Db, organisationId: string, siteId: string | null, addresses: string[]) {
   if (addresses.length === 0) return [];
-  return rows(
+  const found = await rows(
     sql<{ address: string; host_id: string }>`
-      select v.addr as address, a.host_id from unnest(${addresses}::text[]) v(addr)
-        join host_addresses a on a.organisation_id = ${organisationId} and a.address = v.addr::inet
-        join hosts h on h.organisation_id = a.organisation_id and h.id = a.host_id
-       where h.site_id is not distinct from ${siteId}::uuid`,
+      with a as materialized (
+        select address, host_id from host_addresses where organisation_id = ${organisationId} and address = any(${addresses}::inet[])
+      )
+      select host(a.address) as address, a.host_id from a join hosts h on h.organisation_id = ${organisationId} and h.id = a.host_id
+      where h.site_id is not distinct from ${siteId}::uuid`,
     db,
   );
+  return found.map((r) => ({ address: canonicalIp(r.address)!, host_id: r.host_id }));
 }
 
-/** New hosts, one per fingerprint; returns how many were created. */
-export async function createHosts(db: Db, organisationId: string, siteId: string | null, fingerprints: string[]) {
-  if (fingerprints.length === 0) return [];
-  const created = await rows(
+/**
+ * New hosts with their facts, one per fingerprint, each bound to its fingerprint and logged as
+ * created, in one statement. Returns those this call created (a concurrent batch may have created some first).
+ */
+export async function createHosts(db: Db, organisationId: string, siteId: string | null, hosts: (Omit<HostFacts, 'id' | 'parentId'> & { fingerprint: string })[]) {
+  if (hosts.length === 0) return [];
+  const col = <K extends keyof (typeof hosts)[number]>(k: K) => hosts.map((h) => h[k]);
+  return rows(
     sql<{ id: string; fingerprint: string }>`
-      insert into hosts (organisation_id, fingerprint, site_id)
-      select ${organisationId}, f, ${siteId}::uuid from unnest(${fingerprints}::text[]) f
-      on conflict (organisation_id, fingerprint) do nothing
-      returning id, fingerprint`,
+      with created as (
+        insert into hosts (organisation_id, fingerprint, site_id, hostname, fqdn, vendor, os, device_type)
+        select ${organisationId}, f, ${siteId}::uuid, hn, fq, ve, os, dt
+        from unnest(${col('fingerprint')}::text[], ${col('hostname')}::text[], ${col('fqdn')}::text[], ${col('vendor')}::text[], ${col('os')}::text[], ${col('deviceType')}::text[]) as v(f, hn, fq, ve, os, dt)
+        on conflict (organisation_id, fingerprint) do nothing
+        returning id, fingerprint
+      ), bound as (
+        insert into host_fingerprints (organisation_id, fingerprint, host_id) select ${organisationId}, fingerprint, id from created on conflict do nothing
+      ), logged as (
+        insert into change_log (organisation_id, entity_type, entity_id, action) select ${organisationId}, 'host', id, 'created' from created
+      )
+      select id, fingerprint from created`,
     db,
   );
-  await sql`
-    insert into host_fingerprints (organisation_id, fingerprint, host_id)
-    select h.organisation_id, h.fingerprint, h.id from hosts h where h.organisation_id = ${organisationId} and h.fingerprint = any(${fingerprints}::text[])
-    on conflict do nothing`.execute(db);
-  return created;
 }
 
+/** Binds fingerprints to hosts. */
 export async function linkFingerprints(db: Db, organisationId: string, links: { fingerprint: string; hostId: string }[]) {
   if (links.length === 0) return;
   await sql`
     insert into host_fingerprints (organisation_id, fingerprint, host_id)
     select ${organisationId}, f, h from unnest(${links.map((l) => l.fingerprint)}::text[], ${links.map((l) => l.hostId)}::uuid[]) as v(f, h)
+    on conflict do nothing`.execute(db);
+}
+
+/** Binds fingerprints to the host another fingerprint (their leader) is bound to. */
+export async function linkToLeaders(db: Db, organisationId: string, followers: { fingerprint: string; leader: string }[]) {
+  if (followers.length === 0) return;
+  await sql`
+    insert into host_fingerprints (organisation_id, fingerprint, host_id)
+    select ${organisationId}, v.f, l.host_id from unnest(${followers.map((x) => x.fingerprint)}::text[], ${followers.map((x) => x.leader)}::text[]) as v(f, leader)
+    join host_fingerprints l on l.organisation_id = ${organisationId} and l.fingerprint = v.leader
     on conflict do nothing`.execute(db);
 }
 
@@ -165,31 +192,48 @@ export interface ServiceFacts {
   evidence: string | null;
 }
 
-const SERVICE_FIELDS = ['address', 'state', 'banner', 'name', 'product', 'vendor', 'version', 'cpe', 'signature_id', 'signature_source', 'confidence', 'evidence'] as const;
+const SERVICE_FACTS = ['address', 'banner', 'name', 'product', 'vendor', 'version', 'cpe', 'signature_id', 'signature_source', 'confidence', 'evidence'] as const;
 
-/** Ports and what runs on them, one row per (host, protocol, port). A service seen without a port state keeps the stored one ('open' when new). */
-export async function upsertServices(db: Db, organisationId: string, since: Date, s: ServiceFacts[]) {
+/**
+ * Ports and what runs on them, one row per (host, protocol, port), each insert or fact change
+ * logged to the change log in the same statement. An absent fact keeps the stored one; a service
+ * seen without a port state keeps the stored state ('open' when new), so rows with and without a
+ * state go in two statements. Returns the keys (`host|protocol|port`) of the rows that changed
+ * (inserted, or a fact changed), as one aggregated value: a first sweep changes every row.
+ */
+export async function upsertServices(db: Db, organisationId: string, since: Date, s: ServiceFacts[]): Promise<string[]> {
+  const withState = s.filter((x) => x.state !== null);
+  const withoutState = s.filter((x) => x.state === null);
+  return [...(await upsertServiceGroup(db, organisationId, since, withState, true)), ...(await upsertServiceGroup(db, organisationId, since, withoutState, false))];
+}
+
+async function upsertServiceGroup(db: Db, organisationId: string, since: Date, s: ServiceFacts[], stateKnown: boolean) {
   if (s.length === 0) return [];
   const col = <K extends keyof ServiceFacts>(k: K) => s.map((x) => x[k]);
-  const differs = SERVICE_FIELDS.map((f) => `excluded.${f} is distinct from services.${f}`).join(' or ');
-  const set = SERVICE_FIELDS.map((f) => `${f} = excluded.${f}`).join(', ');
+  const facts = stateKnown ? [...SERVICE_FACTS, 'state'] : SERVICE_FACTS;
+  const differs = facts.map((f) => `(excluded.${f} is not null and excluded.${f} is distinct from services.${f})`).join(' or ');
+  const set = facts.map((f) => `${f} = coalesce(excluded.${f}, services.${f})`).join(', ');
   return rows(
-    sql<{ id: string; host_id: string; protocol: string; port: number; inserted: boolean; changed: boolean }>`
-      insert into services (organisation_id, host_id, protocol, port, address, state, banner, name, product, vendor, version, cpe, signature_id, signature_source, confidence, evidence)
-      select ${organisationId}, v.h, v.pr, v.po, coalesce(v.addr::inet, e.address), coalesce(v.st, e.state, 'open'), coalesce(v.b, e.banner), coalesce(v.n, e.name), coalesce(v.p, e.product),
-             coalesce(v.ve, e.vendor), coalesce(v.v, e.version), coalesce(v.c, e.cpe), coalesce(v.si, e.signature_id), coalesce(v.ss, e.signature_source), coalesce(v.cf, e.confidence), coalesce(v.ev, e.evidence)
-      from unnest(${col('hostId')}::uuid[], ${col('protocol')}::text[], ${col('port')}::int[], ${col('address')}::text[], ${col('state')}::text[], ${col('banner')}::text[],
-                  ${col('name')}::text[], ${col('product')}::text[], ${col('vendor')}::text[], ${col('version')}::text[], ${col('cpe')}::text[],
-                  ${col('signatureId')}::text[], ${col('signatureSource')}::text[], ${col('confidence')}::smallint[], ${col('evidence')}::text[])
-        as v(h, pr, po, addr, st, b, n, p, ve, v, c, si, ss, cf, ev)
-      left join services e on e.organisation_id = ${organisationId} and e.host_id = v.h and e.protocol = v.pr and e.port = v.po
-      on conflict (organisation_id, host_id, protocol, port) do update set
-        ${sql.raw(set)}, gone_at = null, last_seen_at = now(),
-        updated_at = case when ${sql.raw(differs)} or services.gone_at is not null then now() else services.updated_at end
-      where ${sql.raw(differs)} or services.gone_at is not null or services.last_seen_at < ${since}
-      returning id, host_id, protocol, port, (xmax = 0) as inserted, ${CHANGED}`,
+    sql<{ keys: string | null }>`
+      with up as (
+        insert into services (organisation_id, host_id, protocol, port, address, state, banner, name, product, vendor, version, cpe, signature_id, signature_source, confidence, evidence)
+        select ${organisationId}, v.h, v.pr, v.po, v.addr::inet, coalesce(v.st, 'open'), v.b, v.n, v.p, v.ve, v.v, v.c, v.si, v.ss, v.cf, v.ev
+        from unnest(${col('hostId')}::uuid[], ${col('protocol')}::text[], ${col('port')}::int[], ${col('address')}::text[], ${col('state')}::text[], ${col('banner')}::text[],
+                    ${col('name')}::text[], ${col('product')}::text[], ${col('vendor')}::text[], ${col('version')}::text[], ${col('cpe')}::text[],
+                    ${col('signatureId')}::text[], ${col('signatureSource')}::text[], ${col('confidence')}::smallint[], ${col('evidence')}::text[])
+          as v(h, pr, po, addr, st, b, n, p, ve, v, c, si, ss, cf, ev)
+        on conflict (organisation_id, host_id, protocol, port) do update set
+          ${sql.raw(set)}, gone_at = null, last_seen_at = now(),
+          updated_at = case when ${sql.raw(differs)} or services.gone_at is not null then now() else services.updated_at end
+        where ${sql.raw(differs)} or services.gone_at is not null or services.last_seen_at < ${since}
+        returning id, host_id, protocol, port, (xmax = 0) as inserted, ${CHANGED}
+      ), logged as (
+        insert into change_log (organisation_id, entity_type, entity_id, action)
+        select ${organisationId}, 'service', id, case when inserted then 'created' else 'updated' end from up where changed
+      )
+      select string_agg(host_id::text || '|' || protocol || '|' || port, ',') as keys from up where changed`,
     db,
-  );
+  ).then((r) => (r[0]?.keys ? r[0].keys.split(',') : []));
 }
 
 export interface CertificateRow {

@@ -14,13 +14,24 @@ import * as repo from './ingest.repo.js';
 
 type Batch = z.output<typeof ObservationsRequest>;
 
-/** Keeps the last row per key, merging fields so a later absent value never erases an earlier one. */
+/**
+ * Keeps one row per key, merging later rows into the first so a later absent value never erases
+ * an earlier one. Rows are the caller's own freshly mapped objects: they are merged in place.
+ */
 function mergeBy<T extends object>(items: T[], key: (t: T) => string): T[] {
   const out = new Map<string, T>();
   for (const item of items) {
     const k = key(item);
-    const prev = out.get(k);
-    out.set(k, prev ? ({ ...prev, ...Object.fromEntries(Object.entries(item).filter(([, v]) => v !== undefined && v !== null)) } as T) : item);
+    const prev = out.get(k) as Record<string, unknown> | undefined;
+    if (prev === undefined) {
+      out.set(k, item);
+      continue;
+    }
+    const next = item as Record<string, unknown>;
+    for (const f in next) {
+      const v = next[f];
+      if (v !== undefined && v !== null) prev[f] = v;
+    }
   }
   return [...out.values()];
 }
@@ -127,18 +138,36 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
         }
       }
       await repo.linkFingerprints(trx, org, links);
-      for (const h of await repo.createHosts(trx, org, session.site_id, fresh)) createdHosts.add(h.id);
-      for (const r of await repo.knownFingerprints(trx, org, fresh)) hostOf.set(r.fingerprint, r.host_id);
-      await repo.linkFingerprints(trx, org, followers.map((x) => ({ fingerprint: x.fingerprint, hostId: hostOf.get(x.leader)! })));
+      // A new host is inserted with its facts (merged over its fingerprints, later rows winning),
+      // so it is written once rather than inserted and then updated.
+      const leaderOf = new Map<string, string>();
+      for (const leader of fresh) for (const f of members.get(leader)!) leaderOf.set(f, leader);
+      const newHosts = mergeBy(
+        [
+          ...fresh.map((leader) => ({ fingerprint: leader, hostname: null, fqdn: null, vendor: null, os: null, deviceType: null })),
+          ...b.hosts.filter((h) => leaderOf.has(h.fingerprint)).map((h) => ({
+            fingerprint: leaderOf.get(h.fingerprint)!, hostname: orNull(h.hostname), fqdn: orNull(h.fqdn), vendor: orNull(h.vendor), os: orNull(h.os), deviceType: orNull(h.deviceType),
+          })),
+        ],
+        (h) => h.fingerprint,
+      );
+      for (const h of await repo.createHosts(trx, org, session.site_id, newHosts)) createdHosts.add(h.id);
+      await repo.linkToLeaders(trx, org, followers);
       for (const r of await repo.knownFingerprints(trx, org, unknown)) hostOf.set(r.fingerprint, r.host_id);
     }
     const host = (f: string) => hostOf.get(f)!;
 
     // 2. Facts, each a set-based upsert that writes only what changed (or was not yet seen this
     //    session). Each input row is a dedup hit unless the row it maps to was created or changed.
-    const changed = new Set<string>();
-    const mark = (kind: string, key: string) => changed.add(`${kind}|${key}`);
-    const hit = (kind: string, key: string) => !changed.has(`${kind}|${key}`);
+    const changed = new Map<string, Set<string>>();
+    const mark = (kind: string, key: string) => (changed.get(kind) ?? changed.set(kind, new Set()).get(kind)!).add(key);
+    const hits = <T>(kind: string, items: T[], key: (x: T) => string) => {
+      const keys = changed.get(kind);
+      if (!keys) return items.length;
+      let n = 0;
+      for (const x of items) if (!keys.has(key(x))) n++;
+      return n;
+    };
 
     const hostFacts = mergeBy(
       b.hosts.map((h) => ({
@@ -152,7 +181,7 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
       })),
       (h) => h.id,
     );
-    const updatedHosts = await repo.updateHosts(trx, org, since, hostFacts);
+    const updatedHosts = await repo.updateHosts(trx, org, since, hostFacts.filter((h) => !(createdHosts.has(h.id) && h.parentId === null)));
     for (const h of updatedHosts) if (h.changed) mark('host', h.id);
     for (const id of createdHosts) mark('host', id);
 
@@ -184,8 +213,8 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
       state: null, banner: null, name: null, product: null, vendor: null, version: null, cpe: null, signatureId: null, signatureSource: null, confidence: null, evidence: null,
       ...x,
     })) as repo.ServiceFacts[];
-    const serviceRows = await repo.upsertServices(trx, org, since, services);
-    for (const r of serviceRows) if (r.changed) mark('service', serviceKey(r.host_id, r.protocol, r.port));
+    const changedServices = await repo.upsertServices(trx, org, since, services);
+    for (const key of changedServices) mark('service', key);
 
     const now = new Date();
     const certs = mergeBy(
@@ -220,27 +249,22 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
     const state = await repo.advanceSession(trx, org, b.sessionId, { final: b.final, ...b.stats });
     const gone = session.state !== 'completed' && session.state !== 'failed' && state === 'completed' ? await repo.markAbsent(trx, org, session) : [];
 
-    await repo.logChanges(trx, org, 'host', [
-      ...[...createdHosts].map((id) => ({ id, action: 'created' as const })),
-      ...updatedHosts.filter((h) => h.changed && !createdHosts.has(h.id)).map((h) => ({ id: h.id, action: 'updated' as const })),
-    ]);
-    await repo.logChanges(trx, org, 'service', [
-      ...serviceRows.filter((r) => r.changed).map((r) => ({ id: r.id, action: r.inserted ? ('created' as const) : ('updated' as const) })),
-      ...gone.map((id) => ({ id, action: 'updated' as const })),
-    ]);
+    // (createHosts and upsertServices logged their own changes.)
+    await repo.logChanges(trx, org, 'host', updatedHosts.filter((h) => h.changed && !createdHosts.has(h.id)).map((h) => ({ id: h.id, action: 'updated' as const })));
+    await repo.logChanges(trx, org, 'service', gone.map((id) => ({ id, action: 'updated' as const })));
 
-    const rowsIn: [string, string][] = [
-      ...b.hosts.map((h) => ['host', host(h.fingerprint)] as [string, string]),
-      ...b.ips.map((x) => ['ip', `${host(x.hostFingerprint)}|${x.address}`] as [string, string]),
-      ...b.ports.map((x) => ['service', serviceKey(host(x.fingerprint), x.protocol, x.number)] as [string, string]),
-      ...b.services.map((x) => ['service', serviceKey(host(x.fingerprint), x.protocol, x.port)] as [string, string]),
-      ...b.tls.map((x) => ['tls', `${host(x.fingerprint)}|${x.port}|${x.sha256}`] as [string, string]),
-      ...b.neighbors.map((x) => ['neighbor', `${host(x.fingerprint)}|${x.localInterface}|${x.remoteChassisId}`] as [string, string]),
-      ...b.vlans.map((x) => ['vlan', `${host(x.fingerprint)}|${x.vlanId}`] as [string, string]),
-      ...b.routes.map((x) => ['route', routeKey(host(x.fingerprint), x.destination, x.interface ?? '')] as [string, string]),
-      ...b.lagGroups.map((x) => ['lag', `${host(x.fingerprint)}|${x.name}`] as [string, string]),
-    ];
-    return { accepted: rowsIn.length, dedupHits: rowsIn.filter(([kind, key]) => hit(kind, key)).length };
+    const accepted = rowsInBatch;
+    const dedupHits =
+      hits('host', b.hosts, (h) => host(h.fingerprint)) +
+      hits('ip', b.ips, (x) => `${host(x.hostFingerprint)}|${x.address}`) +
+      hits('service', b.ports, (x) => serviceKey(host(x.fingerprint), x.protocol, x.number)) +
+      hits('service', b.services, (x) => serviceKey(host(x.fingerprint), x.protocol, x.port)) +
+      hits('tls', b.tls, (x) => `${host(x.fingerprint)}|${x.port}|${x.sha256}`) +
+      hits('neighbor', b.neighbors, (x) => `${host(x.fingerprint)}|${x.localInterface}|${x.remoteChassisId}`) +
+      hits('vlan', b.vlans, (x) => `${host(x.fingerprint)}|${x.vlanId}`) +
+      hits('route', b.routes, (x) => routeKey(host(x.fingerprint), x.destination, x.interface ?? '')) +
+      hits('lag', b.lagGroups, (x) => `${host(x.fingerprint)}|${x.name}`);
+    return { accepted, dedupHits };
   });
 }
 
