@@ -243,4 +243,4 @@ export const FlowsRequest = z.object({
   flows: z.array(FlowRecord).max(200_000),
   dropped: z.number().int().min(0).default(0).describe('Buckets the daemon\'s buffer discarded since its last successful delivery; accumulated on the daemon.'),
 });
-export const FlowsResponse = z.object({ accepted: z.number().int().describe('Records stored; a record already stored (a retried delivery) is not counted again.') });
+export const FlowsResponse = z.object({ accepted: z.number().int().describe('Records stored. A retried delivery (the same body again, for example after a lost answer) is recognised by its digest, stores nothing and answers 0.') });

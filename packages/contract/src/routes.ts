@@ -318,7 +318,9 @@ export const routes = {
     url: '/api/v1/daemon/flows',
     operationId: 'daemonFlows',
     summary: 'Post flow records; each is resolved to the inventory by (dstIp, dstPort) and by source address',
-    description: 'No session id. Unknown peers are kept with null ids. A retried delivery stores nothing twice. gzip bodies accepted.',
+    description:
+      'No session id. Records are stored as sent and resolved when read (host topology), so a flow seen before its host was found resolves once it is; unknown peers have null ids. ' +
+      'A retried delivery (the same body again) is recognised by its digest and stores nothing. `dropped` accumulates on the daemon (a delivery of `dropped` alone is counted each time). gzip bodies accepted.',
     tags: ['daemon'],
     auth: { kind: 'daemon', daemonId: true },
     body: FlowsRequest,

@@ -29,9 +29,9 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
   const flow = (over: Record<string, unknown> = {}) => ({ bucketStart: '2026-11-20T10:00:00Z', srcIp: '10.0.0.20', dstIp: '10.0.0.10', dstPort: 443, protocol: 'tcp', packets: 10, bytes: 5000, source: 'ebpf', ...over });
   const stored = async () =>
     (await sql<{ src_host_id: string | null; dst_host_id: string | null; dst_service_id: string | null; dst_port: number; bytes: number }>`
-      select src_host_id, dst_host_id, dst_service_id, dst_port, bytes::int as bytes from flows where organisation_id = ${org.organisationId} order by bucket_start, dst_port, bytes`.execute(t.database.db)).rows;
+      select src_host_id, dst_host_id, dst_service_id, dst_port, bytes::int as bytes from flows_resolved where organisation_id = ${org.organisationId} order by bucket_start, dst_port, bytes`.execute(t.database.db)).rows;
 
-  it('stores each record resolved to the inventory by (dstIp, dstPort) and by source address, unknown peers with null ids', async () => {
+  it('stores each record, resolved to the inventory by (dstIp, dstPort) and by source address, unknown peers with null ids', async () => {
     const res = await t.app.inject({
       method: 'POST', url: '/api/v1/daemon/flows', headers,
       payload: { flows: [flow(), flow({ dstPort: 8080, bytes: 100 }), flow({ srcIp: '192.0.2.99', dstIp: '2001:db8::10', bucketStart: '2026-11-21T23:59:00Z', bytes: 7 }), flow({ dstIp: '198.51.100.1', bytes: 1, bucketStart: '2026-11-19T00:00:00+02:00' })], dropped: 0 },
@@ -55,16 +55,48 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
     expect((await stored()).length).toBe(before + 2);
   });
 
+  it('stores a retried delivery once even when the two copies arrive at the same time', async () => {
+    const before = (await stored()).length;
+    const batch = { flows: [flow({ bucketStart: '2026-11-20T14:00:00Z' }), flow({ bucketStart: '2026-11-20T14:01:00Z' }), flow({ bucketStart: '2026-11-20T14:02:00Z' })] };
+    const answers = await Promise.all([1, 2].map(() => t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: batch })));
+    expect(answers.map((a) => a.json().accepted).sort()).toEqual([0, 3]);
+    expect((await stored()).length).toBe(before + 3);
+  });
+
+  it('resolves a flow stored before its host was known, once a scan has found the host', async () => {
+    const batch = { flows: [flow({ bucketStart: '2026-11-20T15:00:00Z', srcIp: '10.0.0.20', dstIp: '10.0.0.77', dstPort: 22 })] };
+    await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: batch });
+    const resolved = async () =>
+      (await sql<{ dst_host_id: string | null; dst_service_id: string | null }>`
+        select dst_host_id, dst_service_id from flows_resolved where organisation_id = ${org.organisationId} and dst_ip = '10.0.0.77'`.execute(t.database.db)).rows;
+    expect(await resolved()).toEqual([{ dst_host_id: null, dst_service_id: null }]);
+    const late = await addHost(t.database.db, org.organisationId, { hostname: 'late', addresses: ['10.0.0.77'] });
+    const ssh = await addService(t.database.db, org.organisationId, late, { port: 22, name: 'ssh' });
+    expect(await resolved()).toEqual([{ dst_host_id: late, dst_service_id: ssh }]);
+  });
+
+  it('stores protocol and source names holding quotes, backslashes and commas exactly as sent', async () => {
+    const odd = 'a"b\\c,{d} NULL';
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [flow({ bucketStart: '2026-11-20T16:00:00Z', protocol: 'X"Y', source: odd })] } });
+    expect(res.json()).toEqual({ accepted: 1 });
+    const row = (await sql<{ protocol: string; source: string }>`select protocol, source from flows where organisation_id = ${org.organisationId} and bucket_start = '2026-11-20T16:00:00Z'`.execute(t.database.db)).rows;
+    expect(row).toEqual([{ protocol: 'x"y', source: odd }]);
+  });
+
   it('keeps records in daily partitions', async () => {
     const parts = await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent where p.relname = 'flows' order by 1`.execute(t.database.db);
     expect(parts.rows.map((r) => r.name)).toEqual(expect.arrayContaining(['flows_20261118', 'flows_20261120', 'flows_20261121']));
   });
 
-  it('accumulates dropped on the daemon', async () => {
+  it('accumulates dropped on the daemon, once per delivery of records and at each delivery of dropped alone', async () => {
+    const before = Number((await t.database.db.selectFrom('daemons').select('flows_dropped').where('id', '=', daemonId).executeTakeFirstOrThrow()).flows_dropped);
     await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [], dropped: 5 } });
-    await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [], dropped: 7 } });
+    await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [], dropped: 5 } });
+    const withRecords = { flows: [flow({ bucketStart: '2026-11-20T17:00:00Z' })], dropped: 7 };
+    await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: withRecords });
+    await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: withRecords }); // a retry
     const d = await t.database.db.selectFrom('daemons').select('flows_dropped').where('id', '=', daemonId).executeTakeFirstOrThrow();
-    expect(Number(d.flows_dropped)).toBe(12);
+    expect(Number(d.flows_dropped) - before).toBe(17);
   });
 
   it('accepts a gzip body and refuses an unsupported encoding with 415', async () => {

@@ -458,7 +458,7 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
     const first = await ingest(t, sc.daemon, small(sessionId, { flows }));
     expect(first).toEqual({ accepted: 4, dedupHits: 0 });
     expect(await ingest(t, sc.daemon, small(sessionId, { flows }))).toEqual({ accepted: 4, dedupHits: 4 });
-    const stored = await t.database.db.selectFrom('flows').select(['dst_host_id', 'dst_service_id']).where('organisation_id', '=', sc.org.organisationId).execute();
+    const stored = (await sql<{ dst_host_id: string | null; dst_service_id: string | null }>`select dst_host_id, dst_service_id from flows_resolved where organisation_id = ${sc.org.organisationId}`.execute(t.database.db)).rows;
     expect(stored).toHaveLength(1);
     expect(stored[0]!.dst_host_id).not.toBeNull();
     expect(stored[0]!.dst_service_id).not.toBeNull();

@@ -325,9 +325,6 @@ export interface FlowsTable {
   packets: number;
   bytes: number;
   source: string;
-  src_host_id: string | null;
-  dst_host_id: string | null;
-  dst_service_id: string | null;
   received_at: Created;
 }
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { FlowsRequest } from '@surveyor/contract';
 import { type Kysely, sql } from 'kysely';
 import type { z } from 'zod';
@@ -15,54 +16,58 @@ async function ensurePartitions(db: Kysely<DB>, days: number[]) {
     const name = `flows_${from.replace(/-/g, '')}`;
     const exists = await sql<{ ok: boolean }>`select to_regclass(${name}) is not null as ok`.execute(db);
     if (exists.rows[0]?.ok) continue;
+    // Creators queue on the lock; IF NOT EXISTS then sees a table a concurrent creator committed
+    // (a second to_regclass would not: it can answer from a stale catalog cache).
     await db.transaction().execute(async (trx) => {
       await sql`select pg_advisory_xact_lock(hashtext('surveyor.flows.partition'))`.execute(trx);
-      const again = await sql<{ ok: boolean }>`select to_regclass(${name}) is not null as ok`.execute(trx);
-      if (again.rows[0]?.ok) return;
-      await sql.raw(`create table ${name} partition of flows for values from ('${from}T00:00:00Z') to ('${to}T00:00:00Z')`).execute(trx);
+      await sql.raw(`create table if not exists ${name} partition of flows for values from ('${from}T00:00:00Z') to ('${to}T00:00:00Z')`).execute(trx);
     });
   }
 }
 
 /**
- * Stores flow records, each resolved to the inventory: destination host by address, its
- * service by (address, port); source host by address. Unknown peers keep null ids. One
- * set-based statement; a record already stored is skipped. `dropped` accumulates on the daemon.
+ * Stores flow records as sent, in one set-based insert; they are resolved to the inventory when
+ * read (view `flows_resolved`, host topology), so a flow seen before its host resolves once the
+ * host is known. A retried delivery (the same body again, after a lost answer) is recognised by
+ * its digest and stores nothing; `dropped` accumulates on the daemon once per delivery.
  */
 export async function ingestFlows(db: Kysely<DB>, p: DaemonPrincipal, body: z.output<typeof FlowsRequest>): Promise<{ accepted: number }> {
   const daemon = await ownDaemon(db, p);
   const org = p.organisationId;
   const f = body.flows;
-  if (f.length) await ensurePartitions(db, [...new Set(f.map((x) => Math.floor(Date.parse(x.bucketStart) / DAY) * DAY))]);
+  if (f.length === 0) {
+    // Nothing to recognise a retry by: a delivery of `dropped` alone is counted as it comes.
+    if (body.dropped > 0) await sql`update daemons set flows_dropped = flows_dropped + ${body.dropped}, last_seen_at = now() where organisation_id = ${org} and id = ${daemon.id}`.execute(db);
+    return { accepted: 0 };
+  }
+  // Columns as PostgreSQL array literals, built directly: every value but protocol and source is
+  // validated to characters that need no quoting (canonical addresses, RFC 3339 times, integers).
+  // Protocol and source names repeat: each distinct one is quoted once.
+  const column = <T>(pick: (x: (typeof f)[number]) => T) => `{${f.map(pick).join(',')}}`;
+  const quotes = new Map<string, string>();
+  const quote = (v: string) => quotes.get(v) ?? quotes.set(v, `"${v.replace(/["\\]/g, '\\$&')}"`).get(v)!;
+  const quoted = (pick: (x: (typeof f)[number]) => string) => `{${f.map((x) => quote(pick(x))).join(',')}}`;
+  const cols = [
+    column((x) => x.bucketStart), column((x) => x.srcIp), column((x) => x.dstIp), column((x) => x.dstPort),
+    quoted((x) => x.protocol.toLowerCase()), column((x) => x.packets), column((x) => x.bytes), quoted((x) => x.source),
+  ] as const;
+  const digest = createHash('sha256').update(cols.join('|')).update(`|${body.dropped}`).digest('hex');
+  // The UTC day of each record: read from the text when it is in UTC, parsed otherwise.
+  const days = new Set<string>();
+  for (const x of f) days.add(x.bucketStart.endsWith('Z') ? x.bucketStart.slice(0, 10) : new Date(x.bucketStart).toISOString().slice(0, 10));
+  await ensurePartitions(db, [...days].map((d) => Date.parse(`${d}T00:00:00Z`)));
   return db.transaction().execute(async (trx) => {
-    let accepted = 0;
-    if (f.length) {
-      // Set-based resolution: the batch's distinct addresses are looked up once each (hash joins),
-      // not once per record.
-      const r = await sql<{ n: number }>`
-        with v as (
-          select * from unnest(${f.map((x) => x.bucketStart)}::timestamptz[], ${f.map((x) => x.srcIp)}::inet[], ${f.map((x) => x.dstIp)}::inet[], ${f.map((x) => x.dstPort)}::int[],
-                               ${f.map((x) => x.protocol.toLowerCase())}::text[], ${f.map((x) => x.packets)}::bigint[], ${f.map((x) => x.bytes)}::bigint[], ${f.map((x) => x.source)}::text[])
-            as v(bucket_start, src_ip, dst_ip, dst_port, protocol, packets, bytes, source)
-        ), addrs as (
-          select distinct on (a.address) a.address, a.host_id from host_addresses a
-          where a.organisation_id = ${org} and a.address in (select src_ip from v union select dst_ip from v)
-          order by a.address, a.host_id
-        ), ins as (
-          insert into flows (organisation_id, bucket_start, daemon_id, src_ip, dst_ip, dst_port, protocol, packets, bytes, source, src_host_id, dst_host_id, dst_service_id)
-          select ${org}, v.bucket_start, ${daemon.id}, v.src_ip, v.dst_ip, v.dst_port, v.protocol, v.packets, v.bytes, v.source, sa.host_id, da.host_id, s.id
-          from v
-          left join addrs sa on sa.address = v.src_ip
-          left join addrs da on da.address = v.dst_ip
-          left join services s on s.organisation_id = ${org} and s.host_id = da.host_id and s.port = v.dst_port
-            and s.protocol = (case when v.protocol in ('tcp', 'udp', 'sctp') then v.protocol else 'tcp' end)
-          on conflict do nothing
-          returning 1
-        )
-        select count(*)::int as n from ins`.execute(trx);
-      accepted = r.rows[0]!.n;
-    }
+    // First writer of a digest wins; a concurrent identical delivery waits on the key, then finds it.
+    const fresh = await sql`
+      insert into flow_batches (organisation_id, daemon_id, digest, records) values (${org}, ${daemon.id}, ${digest}, ${f.length})
+      on conflict do nothing returning 1`.execute(trx);
+    if (fresh.rows.length === 0) return { accepted: 0 };
+    await sql`
+      insert into flows (organisation_id, bucket_start, daemon_id, src_ip, dst_ip, dst_port, protocol, packets, bytes, source)
+      select ${org}, v.bucket_start, ${daemon.id}, v.src_ip, v.dst_ip, v.dst_port, v.protocol, v.packets, v.bytes, v.source
+      from unnest(${cols[0]}::timestamptz[], ${cols[1]}::inet[], ${cols[2]}::inet[], ${cols[3]}::int[], ${cols[4]}::text[], ${cols[5]}::bigint[], ${cols[6]}::bigint[], ${cols[7]}::text[])
+        as v(bucket_start, src_ip, dst_ip, dst_port, protocol, packets, bytes, source)`.execute(trx);
     if (body.dropped > 0) await sql`update daemons set flows_dropped = flows_dropped + ${body.dropped}, last_seen_at = now() where organisation_id = ${org} and id = ${daemon.id}`.execute(trx);
-    return { accepted };
+    return { accepted: f.length };
   });
 }

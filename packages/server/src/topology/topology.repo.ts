@@ -32,22 +32,26 @@ export interface PeerRow {
 
 /**
  * Flow peers of a host in a window, one row per peer address, busiest first. `direction` in:
- * callers (the host is the destination); out: destinations. Served by the (organisation,
- * src/dst host, bucket_start) indexes, partitions outside the window pruned.
+ * callers (flows to one of the host's addresses); out: destinations (flows from one of them).
+ * Served by the (organisation, dst/src address, bucket_start) indexes, one probe per address of
+ * the host, partitions outside the window pruned. Each peer address is resolved to a host as
+ * `flows_resolved` does (the same address resolves to the same host).
  */
 export async function flowPeers(db: Kysely<DB>, organisationId: string, hostId: string, from: Date, direction: 'in' | 'out') {
-  const [self, peerIp, peerHost] = direction === 'in' ? ['dst_host_id', 'src_ip', 'src_host_id'] : ['src_host_id', 'dst_ip', 'dst_host_id'];
+  const [selfIp, peerIp] = direction === 'in' ? ['dst_ip', 'src_ip'] : ['src_ip', 'dst_ip'];
   const r = await sql<PeerRow>`
-    select f.peer_host as host_id, host(f.peer_ip) as address, h.hostname, f.ports, f.protocols, f.bytes, f.packets, f.flows, ${rfc3339('f.last_seen')} as last_seen_at
+    select pa.host_id, host(f.peer_ip) as address, h.hostname, f.ports, f.protocols, f.bytes, f.packets, f.flows, ${rfc3339('f.last_seen')} as last_seen_at
     from (
-      select ${sql.ref(peerIp)} as peer_ip, min(${sql.ref(peerHost)}::text)::uuid as peer_host,
+      select ${sql.ref(peerIp)} as peer_ip,
              array_agg(distinct dst_port order by dst_port) as ports, array_agg(distinct protocol order by protocol) as protocols,
              sum(bytes)::float8 as bytes, sum(packets)::float8 as packets, count(*)::int as flows, max(bucket_start) as last_seen
       from flows
-      where organisation_id = ${organisationId} and ${sql.ref(self)} = ${hostId} and bucket_start >= ${from}
+      where organisation_id = ${organisationId} and bucket_start >= ${from}
+        and ${sql.ref(selfIp)} in (select address from host_addresses where organisation_id = ${organisationId} and host_id = ${hostId})
       group by ${sql.ref(peerIp)}
     ) f
-    left join hosts h on h.organisation_id = ${organisationId} and h.id = f.peer_host
+    left join lateral (select a.host_id from host_addresses a where a.organisation_id = ${organisationId} and a.address = f.peer_ip order by a.host_id limit 1) pa on true
+    left join hosts h on h.organisation_id = ${organisationId} and h.id = pa.host_id
     order by f.bytes desc, f.peer_ip
     limit 1000`.execute(db);
   return r.rows;
