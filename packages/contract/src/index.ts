@@ -7,3 +7,4 @@ export * from './net.js';
 export * from './inventory.js';
 export * from './daemon.js';
 export * from './topology.js';
+export * from './jobs.js';

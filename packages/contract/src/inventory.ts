@@ -92,7 +92,15 @@ export const Network = z.object({
   topPortsTcp: z.number().int(),
   topPortsUdp: z.number().int(),
   nmap: NmapSettings,
-  lastScanAt: Timestamp.nullable(),
+  lastScanAt: Timestamp.nullable().describe('When a scan of the network was last queued.'),
+  schedule: z
+    .object({
+      checkedAt: Timestamp,
+      outcome: z.enum(['queued', 'skipped']),
+      detail: z.string().nullable().describe('The session queued, or why none was (the refusal code and its message).'),
+    })
+    .nullable()
+    .describe('What the scheduler (job scan.schedule) last did for this network; null until it was first due.'),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -189,6 +197,8 @@ export const Snapshot = z.object({
   siteId: Uuid.nullable(),
   reason: SnapshotReason,
   stats: SnapshotStats.describe('Row count per entity type at the moment of capture, read in one consistent snapshot.'),
+  contentSha256: z.string().nullable().describe('SHA-256 of the snapshot\'s content (canonical JSON of hosts, services, certificates and vulnerabilities, read with the stats), kept for diffs and attestations.'),
+  contentBytes: z.number().int().nullable().describe('Size of that content before compression.'),
   capturedAt: Timestamp,
   createdAt: Timestamp,
 });

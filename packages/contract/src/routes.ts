@@ -16,6 +16,7 @@ import {
   listQueries,
 } from './inventory.js';
 import { HealthResponse } from './health.js';
+import { AdminSnapshotResponse, DependencyTickResponse, JobStatusList } from './jobs.js';
 
 /** Who may call a route. The server enforces it; the OpenAPI document states it. */
 export type RouteAuth =
@@ -368,6 +369,37 @@ export const routes = {
     auth: { kind: 'session' },
     params: z.object({ id: Uuid }),
     response: { 204: null },
+  }),
+  adminSnapshot: route({
+    method: 'POST',
+    url: '/api/v1/admin/snapshot',
+    operationId: 'adminSnapshot',
+    summary: 'Run the inventory.snapshot job now for the session\'s organisation: today\'s scheduled snapshot, taken if it does not exist yet',
+    description: 'Idempotent per UTC day, like the job. A snapshot with another reason is `POST /api/v1/snapshots`.',
+    tags: ['admin'],
+    internal: true,
+    auth: { kind: 'session', minRole: 'admin' },
+    response: { 200: AdminSnapshotResponse },
+  }),
+  adminDependencyTick: route({
+    method: 'POST',
+    url: '/api/v1/admin/dependency-tick',
+    operationId: 'adminDependencyTick',
+    summary: 'Run the topology.dependencies job now for the session\'s organisation: rebuild the application topology from recent flows',
+    tags: ['admin'],
+    internal: true,
+    auth: { kind: 'session', minRole: 'admin' },
+    response: { 200: DependencyTickResponse },
+  }),
+  adminJobs: route({
+    method: 'GET',
+    url: '/api/v1/admin/jobs',
+    operationId: 'adminJobs',
+    summary: 'Status of the scheduled jobs (Settings → Jobs): each job as a whole, and its last run for the session\'s organisation',
+    tags: ['admin'],
+    internal: true,
+    auth: { kind: 'session', minRole: 'admin' },
+    response: { 200: JobStatusList },
   }),
 } as const satisfies Record<string, RouteDef>;
 

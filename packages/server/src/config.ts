@@ -39,6 +39,8 @@ export const ConfigSchema = z
     SERVICE_INGEST_BODY_LIMIT_BYTES: int(1024, 1024 * 1024 * 1024).default(64 * 1024 * 1024).describe('Largest daemon observation or flow batch, after gzip decompression (413 above).'),
     SERVICE_DAEMON_HEARTBEAT_SECONDS: int(5, 3600).default(30).describe('Heartbeat interval handed to daemons at registration.'),
     SERVICE_DAEMON_POLL_TIMEOUT_SECONDS: int(1, 60).default(30).describe('Long-poll wait handed to daemons at registration (at most 60).'),
+    SERVICE_SCAN_STALL_SECONDS: int(60, 7 * 86400).default(900).describe('A running scan session that received no batch for this long is marked stalled (job scan.stall).'),
+    SERVICE_JOBS_SHUTDOWN_SECONDS: int(1, 3600).default(30).describe('At shutdown, how long running job ticks may take to finish.'),
     SERVICE_TRUST_PROXY: z.string().default('false').describe('Fastify trustProxy: false, true, a hop count, or a comma-separated list of proxy addresses. Decides the client address used by rate limits.'),
   })
   .transform((e) => ({
@@ -63,6 +65,7 @@ export const ConfigSchema = z
     ingestBodyLimitBytes: e.SERVICE_INGEST_BODY_LIMIT_BYTES,
     trustProxy: parseTrustProxy(e.SERVICE_TRUST_PROXY),
     daemon: { heartbeatSeconds: e.SERVICE_DAEMON_HEARTBEAT_SECONDS, pollTimeoutSeconds: e.SERVICE_DAEMON_POLL_TIMEOUT_SECONDS },
+    jobs: { scanStallSeconds: e.SERVICE_SCAN_STALL_SECONDS, shutdownSeconds: e.SERVICE_JOBS_SHUTDOWN_SECONDS },
   }));
 
 export type Config = z.output<typeof ConfigSchema>;

@@ -6,9 +6,17 @@ const SECRET_KEY = /pass(word|phrase)?|secret|token|authorization|cookie|api[-_]
 const SECRET_TEXT = /\b(sv[kdmsx]_[A-Za-z0-9_-]{8,})|(Bearer\s+)[^\s"',;]+/g;
 const REDACTED = '[redacted]';
 
+/** URL credentials (`scheme://user:password@host`) inside free text. */
+const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@\s]*@/gi;
+
+/** A text with the service's tokens, bearer values and URL passwords masked. */
+export function redactText(text: string): string {
+  return text.replace(SECRET_TEXT, (_m, _tok, bearer) => (bearer ? `${bearer}${REDACTED}` : REDACTED)).replace(URL_PASSWORD, `$1:${REDACTED}@`);
+}
+
 /** Returns a copy of `value` with secret-looking keys and token-looking strings replaced. Never throws. */
 export function redact(value: unknown, depth = 0): unknown {
-  if (typeof value === 'string') return value.replace(SECRET_TEXT, (_m, _tok, bearer) => (bearer ? `${bearer}${REDACTED}` : REDACTED));
+  if (typeof value === 'string') return redactText(value);
   if (value === null || typeof value !== 'object' || depth > 8) return value;
   if (value instanceof Error) {
     const out: Record<string, unknown> = { type: value.name, message: redact(value.message, depth + 1), stack: redact(value.stack, depth + 1) };

@@ -75,6 +75,7 @@ describe('POST /api/v1/networks (spec 2.3, 4.3; decisions.md "Writes not detaile
       topPortsUdp: 0,
       nmap: { enabled: false, scripts: [] },
       lastScanAt: null,
+      schedule: null,
       createdAt: expect.stringMatching(RFC3339),
       updatedAt: expect.stringMatching(RFC3339),
     });
@@ -720,6 +721,8 @@ describe('POST /api/v1/snapshots (spec 2.3, 4.3)', () => {
       siteId: null,
       reason: 'manual',
       stats: WHOLE,
+      contentSha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      contentBytes: expect.any(Number),
       capturedAt: expect.stringMatching(RFC3339),
       createdAt: expect.stringMatching(RFC3339),
     });

@@ -4,7 +4,9 @@ import * as admin from '../admin/admin.service.js';
 import type { Actor } from '../audit/audit.repo.js';
 import { type Config, ConfigError, describeConfig, loadConfig } from '../config.js';
 import { DataDirLockedError } from '../db/data-dir-lock.js';
-import { openDatabase } from '../db/database.js';
+import { type Database, openDatabase } from '../db/database.js';
+import { type RunningJobs, checkConnectionBudget, startJobs } from '../jobs/process.js';
+import * as jobStatus from '../jobs/status.repo.js';
 import { MigrationChangedError, SchemaTooNewError, migrate } from '../db/migrate.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
@@ -15,7 +17,10 @@ import { type FlagSpec, UsageError, parseFlags } from './args.js';
 const USAGE = `Usage: surveyor <command> [options]
 
 Commands:
-  serve                                   Run the web process (migrates first)
+  serve                                   Run the web process (migrates first; runs the jobs unless SERVICE_JOBS_IN_WEB=false)
+  worker                                  Run the scheduled jobs only (migrates first)
+  jobs list [--json]                      Status of every scheduled job: last run, duration, outcome
+  jobs run NAME [--json]                  Run one tick of a job now (exit 1 when it fails)
   migrate [--json]                        Apply pending database migrations and exit
   config [--json]                         List every environment variable with its default
   admin create-org --name NAME --owner-email EMAIL [--owner-password PW] [--json]
@@ -106,6 +111,47 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       parseFlags(rest, {});
       return await serve(loadConfig(io.env), io);
     }
+    if (command === 'worker') {
+      parseFlags(rest, {});
+      return await worker(loadConfig(io.env), io);
+    }
+    if (command === 'jobs') {
+      const [sub, ...args] = rest;
+      if (sub === 'list') {
+        const f = parseFlags(args, { json: 'boolean' });
+        return await withDatabase(loadConfig(io.env), async (db) => {
+          const rows = await jobStatus.list(db);
+          io.out(
+            f.json
+              ? JSON.stringify(rows)
+              : rows.length === 0
+                ? 'No job has run yet.'
+                : rows.map((r) => `${r.job.padEnd(22)} ${r.outcome.padEnd(6)} ${r.last_run_at}  ${String(r.duration_ms).padStart(7)} ms  attempts ${r.attempts}${r.organisation_id ? `  org ${r.organisation_id}` : ''}${r.error ? `  ${r.error}` : ''}`).join('\n'),
+          );
+          return 0;
+        });
+      }
+      if (sub === 'run') {
+        const f = parseFlags(args.slice(1), { json: 'boolean' });
+        const name = args[0];
+        if (!name || name.startsWith('--')) throw new UsageError('jobs run needs a job name');
+        const config = loadConfig(io.env);
+        return await withDatabase(config, async (_db, _applied, database) => {
+          const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
+          const jobs = await startJobs(config, logger, database, { start: false });
+          try {
+            if (!jobs.runner.definition(name)) throw new UsageError(`unknown job ${JSON.stringify(name)} (one of ${jobs.runner.names.join(', ')})`);
+            const r = await jobs.runner.tick(name);
+            const { result, ...summary } = r;
+            io.out(f.json ? JSON.stringify({ ...summary, detail: result?.detail ?? {} }) : !r.ran ? `${name}: another process is running it now; skipped` : `${name}: ${r.outcome} in ${r.durationMs} ms (attempts ${r.attempts})${r.error ? `: ${r.error}` : ''} ${JSON.stringify(result?.detail ?? {})}`);
+            return r.ran && r.outcome === 'ok' ? 0 : 1;
+          } finally {
+            await jobs.close();
+          }
+        });
+      }
+      throw new UsageError(`unknown jobs command ${JSON.stringify(sub ?? '')} (list or run)`);
+    }
     if (command === 'migrate') {
       const f = parseFlags(rest, { json: 'boolean' });
       const config = loadConfig(io.env);
@@ -145,14 +191,61 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   }
 }
 
-async function withDatabase(config: Config, fn: (db: Kysely<DB>, applied: { applied: number[]; version: number }) => Promise<number>): Promise<number> {
+async function withDatabase(config: Config, fn: (db: Kysely<DB>, applied: { applied: number[]; version: number }, database: Database) => Promise<number>): Promise<number> {
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.databaseUrl ? undefined : config.dataDir, poolMax: 2 });
   try {
     const applied = await migrate(database);
-    return await fn(database.db, applied);
+    return await fn(database.db, applied, database);
   } finally {
     await database.close();
   }
+}
+
+/** Signals caught from the first moment; `onSignal` is replaced once the process is up. */
+function catchSignals() {
+  const state: { signalled: string | null; onSignal: (signal: string) => void } = { signalled: null, onSignal: (signal) => (state.signalled = signal) };
+  process.once('SIGINT', () => state.onSignal('SIGINT'));
+  process.once('SIGTERM', () => state.onSignal('SIGTERM'));
+  return state;
+}
+
+/** The worker process: migrations, then the job scheduler on its own pool until SIGTERM/SIGINT. */
+async function worker(config: Config, io: CliIO): Promise<number> {
+  const logger: Logger = createLogger(config.logLevel);
+  const signals = catchSignals();
+  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.databaseUrl ? undefined : config.dataDir, poolMax: 2, logger });
+  let jobs: RunningJobs;
+  try {
+    await migrate(database, { logger });
+    await checkConnectionBudget(database, logger, config.dbPoolMax + 1, 'worker');
+    // On PostgreSQL the jobs open their own pool; the embedded database is this one.
+    jobs = await startJobs(config, logger, database);
+  } catch (e) {
+    await database.close();
+    throw e;
+  }
+  io.out(`Surveyor ${config.version} worker running ${jobs.runner.names.join(', ')} (database: ${database.kind === 'pglite' ? `embedded, ${config.dataDir}` : 'PostgreSQL'})`);
+  return new Promise<number>((resolve) => {
+    signals.onSignal = (signal: string) => {
+      logger.info({ signal }, 'shutting down: letting running jobs finish');
+      const force = setTimeout(() => {
+        logger.error('shutdown took too long; exiting');
+        process.exit(1);
+      }, (config.jobs.shutdownSeconds + 10) * 1000);
+      force.unref();
+      jobs
+        .close()
+        .then(() => database.close())
+        .then(
+          () => resolve(0),
+          (err) => {
+            logger.error({ err }, 'shutdown failed');
+            resolve(1);
+          },
+        );
+    };
+    if (signals.signalled) signals.onSignal(signals.signalled);
+  });
 }
 
 async function serve(config: Config, io: CliIO): Promise<number> {
@@ -168,9 +261,9 @@ async function serve(config: Config, io: CliIO): Promise<number> {
     onSignal = (signal: string) => {
       logger.info({ signal }, 'shutting down: draining requests');
       const force = setTimeout(() => {
-        logger.error('shutdown took over 10 s; exiting');
-        process.exit(1); // a hung request must not keep the process alive
-      }, 10_000);
+        logger.error('shutdown took too long; exiting');
+        process.exit(1); // a hung request or job must not keep the process alive
+      }, (config.jobsInWeb ? config.jobs.shutdownSeconds + 10 : 10) * 1000);
       force.unref();
       server.close().then(
         () => resolve(0),

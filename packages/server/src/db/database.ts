@@ -7,6 +7,9 @@ import { lockDataDir } from './data-dir-lock.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import type { DB } from './schema.js';
 
+/** First key of every advisory lock this service takes with `tryLock` (its namespace). */
+const LOCK_NAMESPACE = 0x5375; // "Su"
+
 // bigint (count(*), sums) as number on both drivers; our counts stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
 
@@ -30,6 +33,14 @@ export interface Database {
    * after a reconnect). Returns the unsubscribe function.
    */
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Takes the advisory lock named `key` without waiting. On PostgreSQL a session lock
+   * (`pg_try_advisory_lock`, keyed by schema and name) on a connection of this pool, held until
+   * the returned release runs;
+   * the server drops it if the process dies. On PGlite (one process by construction) an
+   * in-process lock. Null when someone else holds it.
+   */
+  tryLock(key: string): Promise<(() => Promise<void>) | null>;
   /** One round trip; false when it fails or takes longer than `timeoutMs`. Never throws. */
   ping(timeoutMs?: number): Promise<boolean>;
   close(): Promise<void>;
@@ -95,6 +106,28 @@ function openPostgres(url: string, opts: DatabaseOptions): Database {
       }
     },
     prepared: async <R extends Row>(name: string, text: string, values: unknown[]) => (await pool.query<R>({ name, text, values })).rows,
+    async tryLock(key) {
+      const client = await pool.connect();
+      let ok = false;
+      try {
+        ok = (await client.query<{ ok: boolean }>("select pg_try_advisory_lock($1, hashtext(current_schema() || ':' || $2)) as ok", [LOCK_NAMESPACE, key])).rows[0]!.ok;
+      } catch (e) {
+        client.release(e as Error);
+        throw e;
+      }
+      if (!ok) {
+        client.release();
+        return null;
+      }
+      return async () => {
+        try {
+          await client.query("select pg_advisory_unlock($1, hashtext(current_schema() || ':' || $2))", [LOCK_NAMESPACE, key]);
+          client.release();
+        } catch (e) {
+          client.release(e as Error); // a broken connection is discarded; its session (and lock) ends with it
+        }
+      };
+    },
     async listen(channel, onPayload) {
       let client: pg.Client | null = null;
       let stopped = false;
@@ -133,6 +166,7 @@ async function openPGlite(opts: DatabaseOptions): Promise<Database> {
   }
   const dialect = new PGliteDialect(pglite);
   const db = new Kysely<DB>({ dialect });
+  const held = new Set<string>();
   let closed = false;
   return {
     db,
@@ -157,6 +191,11 @@ async function openPGlite(opts: DatabaseOptions): Promise<Database> {
       } finally {
         unlock();
       }
+    },
+    async tryLock(key) {
+      if (held.has(key)) return null;
+      held.add(key);
+      return async () => void held.delete(key);
     },
     ping: (timeoutMs = 2000) => (closed || pglite.closed ? Promise.resolve(false) : pingWith(db, timeoutMs)),
     async close() {

@@ -105,6 +105,9 @@ export interface NetworksTable {
   nmap_enabled: Generated<boolean>;
   nmap_scripts: TextArray;
   last_scan_at: NullableTimestamp;
+  schedule_checked_at: ColumnType<string | null, never, never>;
+  schedule_outcome: ColumnType<string | null, never, never>;
+  schedule_detail: ColumnType<string | null, never, never>;
   created_at: Created;
   updated_at: Timestamp;
 }
@@ -223,6 +226,9 @@ export interface SnapshotsTable {
   capture_day: ColumnType<Date, string | undefined, never>;
   created_by_key_id: string | null;
   created_at: Created;
+  content: ColumnType<Buffer | null, Buffer | null | undefined, never>;
+  content_sha256: ColumnType<string | null, string | null | undefined, never>;
+  content_bytes: ColumnType<number | null, number | null | undefined, never>;
 }
 
 export interface TopologiesTable {

@@ -16,6 +16,7 @@ import { registerDaemonRoutes } from '../daemons/daemons.routes.js';
 import { JobWaiters } from '../daemons/job-waiters.js';
 import { CursorCodec } from '../inventory/cursor.js';
 import { registerScanRoutes } from '../scans/scans.routes.js';
+import { registerJobRoutes } from '../jobs/jobs.routes.js';
 import { registerTopologyRoutes } from '../topology/topology.routes.js';
 import { registerInventoryRoutes } from '../inventory/inventory.routes.js';
 import { registerAuthHook } from './auth-hook.js';
@@ -128,6 +129,7 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   registerInventoryRoutes(app, { db: database.db, cursors: new CursorCodec(secretKey) });
   registerScanRoutes(app, { db: database.db });
   registerTopologyRoutes(app, { db: database.db });
+  registerJobRoutes(app, { db: database.db });
   const waiters = new JobWaiters();
   await waiters.start(database);
   app.decorate('jobWaiters', waiters); // long polls waiting in this process (for metrics and tests)

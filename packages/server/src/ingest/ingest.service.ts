@@ -11,6 +11,7 @@ import { assessChain, trustFromDates } from './certificates.js';
 import { ingestFlows } from './flows.js';
 import { isIdentifyingMac } from './identity.js';
 import * as repo from './ingest.repo.js';
+import { markTopologiesStale } from '../topology/dependencies.js';
 
 type Batch = z.output<typeof ObservationsRequest>;
 
@@ -252,6 +253,9 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
     // (createHosts and upsertServices logged their own changes.)
     await repo.logChanges(trx, org, 'host', updatedHosts.filter((h) => h.changed && !createdHosts.has(h.id)).map((h) => ({ id: h.id, action: 'updated' as const })));
     await repo.logChanges(trx, org, 'service', gone.map((id) => ({ id, action: 'updated' as const })));
+
+    // Built topologies of the site no longer describe the inventory.
+    if (changed.size > 0 || gone.length > 0) await markTopologiesStale(trx, org, session.site_id);
 
     const accepted = rowsInBatch;
     const dedupHits =

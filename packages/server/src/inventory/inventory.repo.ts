@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
@@ -29,7 +31,7 @@ export function listSites(db: Kysely<DB>, p: PageArgs) {
 
 const networkColumns = [
   'id', 'seq', 'site_id', 'name', 'scan_interval_minutes', 'top_ports_tcp', 'top_ports_udp', 'nmap_enabled', 'nmap_scripts',
-  isoOrNull('last_scan_at'), iso('created_at'), iso('updated_at'),
+  isoOrNull('last_scan_at'), isoOrNull('schedule_checked_at'), 'schedule_outcome', 'schedule_detail', iso('created_at'), iso('updated_at'),
   sql<number>`family(cidr)`.as('family'), sql<string[]>`exclude_cidrs::text[]`.as('exclude_cidrs_text'), sql<string>`cidr::text`.as('cidr_text'),
 ] as const;
 
@@ -118,13 +120,24 @@ export function listVulnerabilities(db: Kysely<DB>, p: PageArgs, f: { serviceId?
   return keyset(q, 'vulnerabilities', p).execute();
 }
 
-const snapshotColumns = ['id', 'seq', 'site_id', 'reason', 'stats', iso('captured_at'), iso('created_at')] as const;
+const snapshotColumns = ['id', 'seq', 'site_id', 'reason', 'stats', 'content_sha256', 'content_bytes', iso('captured_at'), iso('created_at')] as const;
 
 export function listSnapshots(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; reason?: string | undefined }) {
   let q = db.selectFrom('snapshots').select(snapshotColumns);
   if (f.siteId) q = q.where('site_id', '=', f.siteId);
   if (f.reason) q = q.where('reason', '=', f.reason);
   return keyset(q, 'snapshots', p).execute();
+}
+
+export function findScheduledSnapshot(db: Kysely<DB>, organisationId: string, day: string) {
+  return db
+    .selectFrom('snapshots')
+    .select(snapshotColumns)
+    .where('organisation_id', '=', organisationId)
+    .where('reason', '=', 'scheduled')
+    .where('site_id', 'is', null)
+    .where(sql<boolean>`capture_day = ${day}::date`)
+    .executeTakeFirst();
 }
 
 export function listTopologies(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; kind?: string | undefined; status?: string | undefined }) {
@@ -224,10 +237,53 @@ export async function countInventory(db: Kysely<DB>, organisationId: string, sit
   return r.rows[0]!;
 }
 
-export function insertSnapshot(db: Kysely<DB>, s: { organisationId: string; siteId: string | null; reason: string; stats: Record<string, number>; keyId: string | null }) {
+export function insertSnapshot(
+  db: Kysely<DB>,
+  s: { organisationId: string; siteId: string | null; reason: string; stats: Record<string, number>; keyId: string | null; content: SnapshotContent; captureDay?: string },
+) {
   return db
     .insertInto('snapshots')
-    .values({ organisation_id: s.organisationId, site_id: s.siteId, reason: s.reason, stats: JSON.stringify(s.stats), created_by_key_id: s.keyId })
+    .values({
+      organisation_id: s.organisationId, site_id: s.siteId, reason: s.reason, stats: JSON.stringify(s.stats), created_by_key_id: s.keyId,
+      content: s.content.gzip, content_sha256: s.content.sha256, content_bytes: s.content.bytes, ...(s.captureDay ? { capture_day: s.captureDay } : {}),
+    })
     .returning(snapshotColumns)
     .executeTakeFirstOrThrow();
+}
+
+export interface SnapshotContent {
+  gzip: Buffer;
+  sha256: string;
+  bytes: number;
+}
+
+/**
+ * The inventory's content as canonical JSON (every list in id order, fixed key order), read by the
+ * caller's transaction: hosts with their addresses and MACs, services, certificates,
+ * vulnerabilities. Stored gzip-compressed with the SHA-256 of the text, so snapshots can be
+ * diffed and attested.
+ */
+export async function captureContent(db: Kysely<DB>, organisationId: string, siteId: string | null): Promise<SnapshotContent> {
+  const inSite = siteId ? sql`and h.site_id = ${siteId}` : sql``;
+  const r = await sql<{ content: string }>`
+    select json_build_object(
+      'hosts', coalesce((select json_agg(json_build_object(
+          'id', h.id, 'siteId', h.site_id, 'fingerprint', h.fingerprint, 'hostname', h.hostname, 'fqdn', h.fqdn, 'vendor', h.vendor, 'os', h.os, 'deviceType', h.device_type,
+          'addresses', coalesce((select json_agg(host(a.address) order by a.address) from host_addresses a where a.organisation_id = h.organisation_id and a.host_id = h.id), '[]'),
+          'macs', coalesce((select json_agg(distinct m.mac::text) from (select mac from host_addresses where organisation_id = h.organisation_id and host_id = h.id and mac is not null
+                                                                  union select mac from host_interfaces where organisation_id = h.organisation_id and host_id = h.id and mac is not null) m), '[]')
+        ) order by h.id) from hosts h where h.organisation_id = ${organisationId} ${inSite}), '[]'),
+      'services', coalesce((select json_agg(json_build_object(
+          'id', s.id, 'hostId', s.host_id, 'protocol', s.protocol, 'port', s.port, 'state', s.state, 'name', s.name, 'product', s.product, 'version', s.version, 'cpe', s.cpe,
+          'gone', s.gone_at is not null) order by s.id)
+        from services s join hosts h on h.organisation_id = s.organisation_id and h.id = s.host_id where s.organisation_id = ${organisationId} ${inSite}), '[]'),
+      'certificates', coalesce((select json_agg(json_build_object(
+          'id', c.id, 'hostId', c.host_id, 'port', c.port, 'sha256', c.sha256, 'subject', c.subject, 'issuer', c.issuer, 'notAfter', c.not_after, 'trustStatus', c.trust_status) order by c.id)
+        from certificates c join hosts h on h.organisation_id = c.organisation_id and h.id = c.host_id where c.organisation_id = ${organisationId} ${inSite}), '[]'),
+      'vulnerabilities', coalesce((select json_agg(json_build_object(
+          'id', v.id, 'hostId', v.host_id, 'serviceId', v.service_id, 'cve', v.cve_id, 'severity', v.severity, 'state', v.state) order by v.id)
+        from vulnerabilities v join hosts h on h.organisation_id = v.organisation_id and h.id = v.host_id where v.organisation_id = ${organisationId} ${inSite}), '[]')
+    )::text as content`.execute(db);
+  const text = Buffer.from(r.rows[0]!.content, 'utf8');
+  return { gzip: gzipSync(text), sha256: createHash('sha256').update(text).digest('hex'), bytes: text.length };
 }

@@ -1,0 +1,162 @@
+import { type Kysely, sql } from 'kysely';
+import type { Config } from '../config.js';
+import type { DB } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import { takeScheduledSnapshot } from '../inventory/inventory.service.js';
+import { createScan } from '../scans/scans.service.js';
+import { rebuildDependencies } from '../topology/dependencies.js';
+import type { JobDefinition, JobResult, OrganisationOutcome } from './runner.js';
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+/** Refusals of POST /api/v1/scans that make the scheduler skip a network (and say why). */
+const SKIP_CODES = new Set(['no_daemon_online', 'nmap_unavailable', 'scan_already_active']);
+
+async function organisations(db: Kysely<DB>): Promise<string[]> {
+  return (await db.selectFrom('organisations').select('id').orderBy('id').execute()).map((r) => r.id);
+}
+
+/**
+ * Runs `fn` for each organisation; one organisation failing does not stop the others. When every
+ * one fails, the tick fails with the first error (so a database outage is retried as such).
+ */
+async function perOrganisation(ids: string[], fn: (id: string) => Promise<Record<string, unknown>>): Promise<JobResult> {
+  const outcomes = new Map<string, OrganisationOutcome>();
+  const errors: unknown[] = [];
+  for (const id of ids) {
+    try {
+      outcomes.set(id, { ok: true, detail: await fn(id) });
+    } catch (err) {
+      errors.push(err);
+      outcomes.set(id, { ok: false, error: String((err as Error)?.message ?? err) });
+    }
+  }
+  if (errors.length > 0 && errors.length === ids.length) throw errors[0];
+  return { detail: { organisations: ids.length, failed: errors.length }, organisations: outcomes };
+}
+
+/**
+ * scan.schedule (30 s): every network with a `scanIntervalMinutes` whose last session started
+ * longer ago than that (or never) gets a scan queued exactly as POST /api/v1/scans would. A
+ * refusal (no daemon online, nmap unavailable, a scan already active) skips the network; its
+ * schedule status says why.
+ */
+export function scanSchedule(): JobDefinition {
+  return {
+    name: 'scan.schedule',
+    intervalMs: 30_000,
+    async run({ db, now }) {
+      const at = now();
+      const due = await sql<{ organisation_id: string; id: string }>`
+        select n.organisation_id, n.id from networks n
+        where n.scan_interval_minutes is not null
+          and not exists (select 1 from scan_sessions s where s.organisation_id = n.organisation_id and s.network_id = n.id
+                            and s.created_at > ${at}::timestamptz - make_interval(mins => n.scan_interval_minutes))
+        order by n.organisation_id, n.id`.execute(db);
+      const byOrg = new Map<string, string[]>();
+      for (const r of due.rows) (byOrg.get(r.organisation_id) ?? byOrg.set(r.organisation_id, []).get(r.organisation_id)!).push(r.id);
+      let queued = 0;
+      let skipped = 0;
+      const result = await perOrganisation([...byOrg.keys()], async (org) => {
+        const counts = { queued: 0, skipped: 0 };
+        for (const networkId of byOrg.get(org)!) {
+          let outcome: 'queued' | 'skipped' = 'queued';
+          let detail: string | null = null;
+          try {
+            const session = await createScan(db, { type: 'system', organisationId: org }, { networkId });
+            detail = `session ${session.sessionId} on daemon ${session.daemonId}`;
+          } catch (err) {
+            if (!(err instanceof AppError) || !SKIP_CODES.has(err.code)) throw err;
+            outcome = 'skipped';
+            detail = `${err.code}: ${err.message}`;
+          }
+          counts[outcome]++;
+          await sql`update networks set schedule_checked_at = ${at}, schedule_outcome = ${outcome}, schedule_detail = ${detail}
+            where organisation_id = ${org} and id = ${networkId}`.execute(db);
+        }
+        queued += counts.queued;
+        skipped += counts.skipped;
+        return counts;
+      });
+      return { ...result, detail: { ...result.detail, due: due.rows.length, queued, skipped } };
+    },
+  };
+}
+
+/**
+ * scan.stall (1 min, decisions.md): a session in a running state (`dispatched`, `running`) is
+ * `stalled` when its daemon has not heartbeated for 3 × the heartbeat interval, or the session
+ * received no batch for SERVICE_SCAN_STALL_SECONDS. A later batch moves it back to `running`.
+ */
+export function scanStall(config: Pick<Config, 'daemon' | 'jobs'>): JobDefinition {
+  return {
+    name: 'scan.stall',
+    intervalMs: MINUTE,
+    async run({ db, now }) {
+      const at = now();
+      const quietHeartbeat = new Date(at.getTime() - 3 * config.daemon.heartbeatSeconds * 1000);
+      const quietBatches = new Date(at.getTime() - config.jobs.scanStallSeconds * 1000);
+      const stalled = await sql<{ organisation_id: string; id: string }>`
+        with s as (
+          update scan_sessions s set state = 'stalled', updated_at = now()
+          from daemons d
+          where s.state in ('dispatched', 'running') and d.organisation_id = s.organisation_id and d.id = s.daemon_id
+            and (coalesce(d.last_heartbeat_at, '-infinity') < ${quietHeartbeat}
+                 or coalesce(s.last_batch_at, s.started_at, s.dispatched_at, s.created_at) < ${quietBatches})
+          returning s.organisation_id, s.id
+        ), logged as (
+          insert into change_log (organisation_id, entity_type, entity_id, action) select organisation_id, 'scan', id, 'updated' from s
+        )
+        select organisation_id, id from s`.execute(db);
+      const organisations = new Map<string, OrganisationOutcome>();
+      for (const r of stalled.rows) {
+        const o = organisations.get(r.organisation_id) ?? { ok: true, detail: { stalled: 0 } };
+        (o.detail as { stalled: number }).stalled++;
+        organisations.set(r.organisation_id, o);
+      }
+      return { detail: { stalled: stalled.rows.length, sessions: stalled.rows.map((r) => r.id) }, organisations };
+    },
+  };
+}
+
+/** inventory.snapshot (1 h): today's scheduled snapshot of every organisation, if not taken yet. */
+export function inventorySnapshot(): JobDefinition {
+  return {
+    name: 'inventory.snapshot',
+    intervalMs: HOUR,
+    async run({ db, now }) {
+      let created = 0;
+      const at = now();
+      const result = await perOrganisation(await organisations(db), async (org) => {
+        const r = await takeScheduledSnapshot(db, org, at);
+        if (r.created) created++;
+        return { created: r.created, snapshotId: r.snapshot.id };
+      });
+      return { ...result, detail: { ...result.detail, created } };
+    },
+  };
+}
+
+/** topology.dependencies (1 h): every organisation's application topology rebuilt from recent flows. */
+export function topologyDependencies(): JobDefinition {
+  return {
+    name: 'topology.dependencies',
+    intervalMs: HOUR,
+    async run({ db, now }) {
+      const at = now();
+      let edges = 0;
+      const result = await perOrganisation(await organisations(db), async (org) => {
+        const r = await rebuildDependencies(db, org, at);
+        edges += r.edges;
+        return { edges: r.edges, topologies: r.topologies.length };
+      });
+      return { ...result, detail: { ...result.detail, edges } };
+    },
+  };
+}
+
+/** Every job this build runs. A job of a later feature plugs in by adding its definition here. */
+export function coreJobs(config: Pick<Config, 'daemon' | 'jobs'>): JobDefinition[] {
+  return [scanSchedule(), scanStall(config), inventorySnapshot(), topologyDependencies()];
+}

@@ -1,0 +1,221 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { ZodError } from 'zod';
+import type { Database } from '../db/database.js';
+import type { DB } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import { redactText } from '../logger.js';
+import * as status from './status.repo.js';
+
+/** What a job reports for one organisation it worked on. */
+export interface OrganisationOutcome {
+  ok: boolean;
+  detail?: Record<string, unknown>;
+  error?: string;
+}
+
+/** What a tick of a job reports: a summary, and per organisation where the job works per organisation. */
+export interface JobResult {
+  detail?: Record<string, unknown>;
+  organisations?: Map<string, OrganisationOutcome>;
+}
+
+export interface JobContext {
+  db: Kysely<DB>;
+  logger: Logger;
+  /** The time the tick takes as "now" (injectable in tests). */
+  now(): Date;
+  /** Set when the process is stopping: a long job checks it between steps. */
+  signal: AbortSignal;
+}
+
+/**
+ * A scheduled job (spec 1.1): its name, its interval, and what one tick does. A new job plugs in
+ * by adding one definition to the runner's list.
+ */
+export interface JobDefinition {
+  name: string;
+  intervalMs: number;
+  run(ctx: JobContext): Promise<JobResult | void>;
+}
+
+/** Spec 1.1 rule 3: 2 minutes or less → one attempt; above → three, after 5 s and then 25 s. */
+export function retryPolicy(intervalMs: number): { attempts: number; backoffMs: number[] } {
+  return intervalMs <= 120_000 ? { attempts: 1, backoffMs: [] } : { attempts: 3, backoffMs: [5_000, 25_000] };
+}
+
+/** A failure of an outside provider (cloud API, advisory feed, notification endpoint). */
+export class ProviderError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+}
+
+const TRANSIENT_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * Whether a failure is worth another attempt: a database blip (connection lost or refused, the
+ * server shutting down or out of connections, a serialization failure or deadlock), a provider's
+ * 5xx, 408 or 429, a timeout. A 4xx, a validation failure or a refusal of ours is not.
+ */
+export function isTransient(err: unknown): boolean {
+  if (err instanceof ZodError || err instanceof AppError) return false;
+  if (err instanceof ProviderError) return err.status === undefined || err.status >= 500 || err.status === 408 || err.status === 429;
+  const e = err as { code?: unknown; name?: unknown; message?: unknown };
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return true;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (TRANSIENT_NODE_CODES.has(code)) return true;
+  // SQLSTATE: 08 connection exception, 57P01-57P03 shutdown / cannot connect now, 53300 too many
+  // connections, 40001 serialization failure, 40P01 deadlock.
+  if (/^08/.test(code) || ['57P01', '57P02', '57P03', '53300', '40001', '40P01'].includes(code)) return true;
+  return typeof e?.message === 'string' && /Connection terminated|connection timeout|timeout exceeded when trying to connect/i.test(e.message);
+}
+
+export interface TickResult {
+  job: string;
+  /** False when another process held the job's lock: it ran the tick, this one skipped it. */
+  ran: boolean;
+  outcome?: 'ok' | 'failed';
+  attempts?: number;
+  durationMs?: number;
+  error?: string;
+  result?: JobResult;
+}
+
+export interface RunnerOptions {
+  /** The worker's own database handle (its own pool, separate from the web query pool). */
+  database: Database;
+  logger: Logger;
+  jobs: JobDefinition[];
+  now?: () => Date;
+  /** How a retry waits (tests pass one that records instead of sleeping). */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const realSleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+/**
+ * Runs scheduled jobs. Each job ticks on its interval; a tick first takes the job's advisory lock
+ * in the shared database, so with any number of processes one executes a given tick and the
+ * others skip it. Failures are retried per `retryPolicy` (in memory only: a restart resumes the
+ * normal schedule). Every executed tick records its status.
+ */
+export class JobRunner {
+  private readonly jobs = new Map<string, JobDefinition>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly running = new Set<Promise<TickResult>>();
+  private readonly stopping = new AbortController();
+  private readonly now: () => Date;
+
+  constructor(private readonly opts: RunnerOptions) {
+    for (const j of opts.jobs) this.jobs.set(j.name, j);
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  get names(): string[] {
+    return [...this.jobs.keys()];
+  }
+
+  definition(name: string): JobDefinition | undefined {
+    return this.jobs.get(name);
+  }
+
+  /** Starts ticking every job: once soon after start (staggered), then on its interval. */
+  start(): void {
+    let i = 0;
+    for (const job of this.jobs.values()) {
+      const first = setTimeout(() => {
+        void this.scheduled(job.name);
+        const every = setInterval(() => void this.scheduled(job.name), job.intervalMs);
+        every.unref();
+        this.timers.push(every);
+      }, 1_000 + 500 * i++);
+      first.unref();
+      this.timers.push(first);
+    }
+    this.opts.logger.info({ jobs: this.names }, 'job scheduler started');
+  }
+
+  private async scheduled(name: string): Promise<void> {
+    if (this.stopping.signal.aborted) return;
+    // A tick still running when the next is due: the next is skipped (the lock would refuse it anyway).
+    await this.tick(name).catch((err) => this.opts.logger.error({ err, job: name }, 'job tick failed outside the job'));
+  }
+
+  /** Runs one tick of a job now, if this process gets its lock. */
+  tick(name: string): Promise<TickResult> {
+    const job = this.jobs.get(name);
+    if (!job) return Promise.reject(new AppError('not_found', `No job ${name} (one of ${this.names.join(', ')}).`));
+    const p = this.execute(job).finally(() => this.running.delete(p));
+    this.running.add(p);
+    return p;
+  }
+
+  private async execute(job: JobDefinition): Promise<TickResult> {
+    const { database, logger } = this.opts;
+    const release = await database.tryLock(`job:${job.name}`);
+    if (!release) {
+      logger.debug({ job: job.name }, 'job tick skipped: another process holds its lock');
+      return { job: job.name, ran: false };
+    }
+    try {
+      const policy = retryPolicy(job.intervalMs);
+      const started = this.now();
+      const t0 = performance.now();
+      let attempts = 0;
+      let failure: unknown;
+      let result: JobResult | undefined;
+      for (;;) {
+        attempts++;
+        try {
+          result = (await job.run({ db: database.db, logger: logger.child({ job: job.name }), now: this.now, signal: this.stopping.signal })) ?? undefined;
+          failure = undefined;
+          break;
+        } catch (err) {
+          failure = err;
+          const retry = attempts < policy.attempts && isTransient(err) && !this.stopping.signal.aborted;
+          logger.warn({ err, job: job.name, attempt: attempts, retry }, 'job attempt failed');
+          if (!retry) break;
+          const wait = policy.backoffMs[attempts - 1]!;
+          await (this.opts.sleep ? this.opts.sleep(wait) : realSleep(wait, this.stopping.signal));
+        }
+      }
+      const durationMs = Math.round(performance.now() - t0);
+      const error = failure === undefined ? undefined : redactText(String((failure as Error)?.message ?? failure));
+      const outcome = failure === undefined ? 'ok' : 'failed';
+      await status.record(database.db, { job: job.name, organisationId: null, at: started, durationMs, outcome, error, attempts, detail: result?.detail ?? {} });
+      for (const [organisationId, o] of result?.organisations ?? []) {
+        await status.record(database.db, { job: job.name, organisationId, at: started, durationMs, outcome: o.ok ? 'ok' : 'failed', error: o.error ? redactText(o.error) : undefined, attempts, detail: o.detail ?? {} });
+      }
+      if (outcome === 'failed') logger.error({ job: job.name, attempts, error }, 'job failed');
+      else logger.debug({ job: job.name, durationMs, detail: result?.detail }, 'job ran');
+      return { job: job.name, ran: true, outcome, attempts, durationMs, ...(error ? { error } : {}), ...(result ? { result } : {}) };
+    } finally {
+      await release();
+    }
+  }
+
+  /**
+   * Stops: no new ticks; ticks in progress finish (their retry waits are cut short), up to
+   * `timeoutMs`; their locks are released as they end.
+   */
+  async stop(timeoutMs = 30_000): Promise<void> {
+    this.stopping.abort();
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.length = 0;
+    if (this.running.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+    const drained = await Promise.race([Promise.allSettled([...this.running]).then(() => 'drained' as const), timeout]);
+    clearTimeout(timer);
+    if (drained === 'timeout') this.opts.logger.warn({ running: this.running.size, timeoutMs }, 'jobs still running at shutdown; closing anyway');
+  }
+}

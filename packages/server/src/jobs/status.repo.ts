@@ -1,0 +1,48 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+import { rfc3339 } from '../db/sql.js';
+
+export interface StatusEntry {
+  job: string;
+  /** Null: the job as a whole. */
+  organisationId: string | null;
+  at: Date;
+  durationMs: number;
+  outcome: 'ok' | 'failed';
+  error: string | undefined;
+  attempts: number;
+  detail: Record<string, unknown>;
+}
+
+/** Records the last run of a job (as a whole, or for one organisation). */
+export async function record(db: Kysely<DB>, e: StatusEntry): Promise<void> {
+  await sql`
+    insert into job_status (job, organisation_id, last_run_at, duration_ms, outcome, error, attempts, detail, last_ok_at)
+    values (${e.job}, ${e.organisationId}::uuid, ${e.at}, ${e.durationMs}, ${e.outcome}, ${e.error ?? null}, ${e.attempts}, ${JSON.stringify(e.detail)}::jsonb,
+            ${e.outcome === 'ok' ? e.at : null}::timestamptz)
+    on conflict (job, coalesce(organisation_id, '00000000-0000-0000-0000-000000000000'::uuid)) do update set
+      last_run_at = excluded.last_run_at, duration_ms = excluded.duration_ms, outcome = excluded.outcome, error = excluded.error,
+      attempts = excluded.attempts, detail = excluded.detail, last_ok_at = coalesce(excluded.last_ok_at, job_status.last_ok_at), updated_at = now()`.execute(db);
+}
+
+export interface StatusRow {
+  job: string;
+  organisation_id: string | null;
+  last_run_at: string;
+  duration_ms: number;
+  outcome: 'ok' | 'failed';
+  error: string | null;
+  attempts: number;
+  detail: Record<string, unknown>;
+  last_ok_at: string | null;
+}
+
+/** Job status rows: every job as a whole, and with `organisationId` that organisation's rows too. */
+export async function list(db: Kysely<DB>, organisationId?: string): Promise<StatusRow[]> {
+  const r = await sql<StatusRow>`
+    select job, organisation_id, ${rfc3339('last_run_at')} as last_run_at, duration_ms, outcome, error, attempts, detail, ${rfc3339('last_ok_at')} as last_ok_at
+    from job_status
+    where organisation_id is null ${organisationId ? sql`or organisation_id = ${organisationId}` : sql``}
+    order by job, organisation_id nulls first`.execute(db);
+  return r.rows;
+}

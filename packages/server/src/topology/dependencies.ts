@@ -1,0 +1,95 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+import { rfc3339 } from '../db/sql.js';
+
+/** Flows older than this do not make application-topology edges. */
+export const DEPENDENCY_WINDOW_HOURS = 24;
+
+export interface DependencyTopology {
+  topologyId: string;
+  siteId: string | null;
+  status: 'ready';
+  nodeCount: number;
+  edgeCount: number;
+}
+
+export interface DependencyBuild {
+  windowHours: number;
+  from: string;
+  builtAt: string;
+  edges: number;
+  topologies: DependencyTopology[];
+}
+
+/**
+ * Rebuilds the organisation's application topology (job topology.dependencies): one edge per
+ * (calling host, called service) seen in the flows of the last DEPENDENCY_WINDOW_HOURS, resolved
+ * as `flows_resolved` resolves them, with bytes, packets, flow count and last seen; then marks the
+ * `application` topology of each site (and of hosts without a site) `ready` with its node and edge
+ * counts. One transaction, serialised per organisation: a reader sees the old edges or the new.
+ */
+export async function rebuildDependencies(db: Kysely<DB>, organisationId: string, now: Date): Promise<DependencyBuild> {
+  const from = new Date(now.getTime() - DEPENDENCY_WINDOW_HOURS * 3_600_000);
+  return db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(hashtext('surveyor.dependencies'), hashtext(${organisationId}))`.execute(trx);
+    await sql`delete from dependency_edges where organisation_id = ${organisationId}`.execute(trx);
+    const inserted = await sql<{ n: number }>`
+      with e as (
+        insert into dependency_edges (organisation_id, site_id, src_host_id, dst_host_id, dst_service_id, bytes, packets, flows, last_seen_at, built_at)
+        select ${organisationId}, h.site_id, f.src_host_id, f.dst_host_id, f.dst_service_id, f.bytes, f.packets, f.flows, f.last_seen, ${now}
+        from (
+          select src_host_id, dst_service_id, min(dst_host_id::text)::uuid as dst_host_id, sum(bytes) as bytes, sum(packets) as packets, count(*) as flows, max(bucket_start) as last_seen
+          from flows_resolved
+          where organisation_id = ${organisationId} and bucket_start >= ${from} and bucket_start <= ${now}
+            and src_host_id is not null and dst_service_id is not null
+          group by src_host_id, dst_service_id
+        ) f
+        join hosts h on h.organisation_id = ${organisationId} and h.id = f.dst_host_id
+        returning 1
+      )
+      select count(*)::int as n from e`.execute(trx);
+    // Every site has an application topology, even an empty one; so do the hosts without a site.
+    const topologies = await sql<{ id: string; site_id: string | null; node_count: number; edge_count: number }>`
+      with scopes as (
+        select s.id as site_id, s.name from sites s where s.organisation_id = ${organisationId}
+        union all select null::uuid, 'no site'
+      ), counts as (
+        select sc.site_id, sc.name,
+               (select count(*) from dependency_edges e where e.organisation_id = ${organisationId} and e.site_id is not distinct from sc.site_id)::int as edge_count,
+               (select count(*) from (select src_host_id from dependency_edges e where e.organisation_id = ${organisationId} and e.site_id is not distinct from sc.site_id
+                                      union select dst_host_id from dependency_edges e where e.organisation_id = ${organisationId} and e.site_id is not distinct from sc.site_id) n)::int as node_count
+        from scopes sc
+      )
+      insert into topologies (organisation_id, site_id, kind, status, name, node_count, edge_count, built_at, updated_at)
+      select ${organisationId}, site_id, 'application', 'ready', 'Application dependencies (' || name || ')', node_count, edge_count, ${now}, now() from counts
+      on conflict (organisation_id, kind, coalesce(site_id, '00000000-0000-0000-0000-000000000000'::uuid)) do update set
+        status = 'ready', node_count = excluded.node_count, edge_count = excluded.edge_count, built_at = excluded.built_at, updated_at = now()
+      returning id, site_id, node_count, edge_count`.execute(trx);
+    await sql`insert into change_log (organisation_id, entity_type, entity_id, action)
+      select ${organisationId}, 'topology', id, 'updated' from unnest(${topologies.rows.map((t) => t.id)}::uuid[]) as id`.execute(trx);
+    return {
+      windowHours: DEPENDENCY_WINDOW_HOURS,
+      from: from.toISOString(),
+      builtAt: now.toISOString(),
+      edges: inserted.rows[0]!.n,
+      topologies: topologies.rows.map((t) => ({ topologyId: t.id, siteId: t.site_id, status: 'ready' as const, nodeCount: t.node_count, edgeCount: t.edge_count })),
+    };
+  });
+}
+
+/** The organisation's dependency edges (for the API response of a rebuild and for tests). */
+export async function dependencyEdges(db: Kysely<DB>, organisationId: string) {
+  const r = await sql<{ site_id: string | null; src_host_id: string; dst_host_id: string; dst_service_id: string; bytes: number; packets: number; flows: number; last_seen_at: string }>`
+    select site_id, src_host_id, dst_host_id, dst_service_id, bytes, packets, flows, ${rfc3339('last_seen_at')} as last_seen_at
+    from dependency_edges where organisation_id = ${organisationId} order by src_host_id, dst_service_id`.execute(db);
+  return r.rows;
+}
+
+/**
+ * An inventory change makes the organisation's built topologies of that site `stale` (they
+ * describe the inventory as it was); the next build makes them `ready` again.
+ */
+export async function markTopologiesStale(db: Kysely<DB>, organisationId: string, siteId: string | null): Promise<void> {
+  await sql`update topologies set status = 'stale', updated_at = now()
+    where organisation_id = ${organisationId} and status = 'ready' and site_id is not distinct from ${siteId}::uuid`.execute(db);
+}
