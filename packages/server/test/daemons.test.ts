@@ -47,6 +47,18 @@ describe('daemon registration and heartbeat (spec 3.3, 4.4)', () => {
     expect((await t.database.db.selectFrom('daemons').select('site_id').where('id', '=', other).executeTakeFirstOrThrow()).site_id).toBe(existing.id);
   });
 
+  it('keeps a site set in the UI when the daemon registers again with another siteCode', async () => {
+    const id = await register(t.app, token, { name: 'ui-placed', siteCode: 'ams-2' });
+    const chosen = await addSite(t.database.db, org.organisationId, 'UI-CHOSEN');
+    // What the UI does: set the site and remember that a person chose it.
+    await t.database.db.updateTable('daemons').set({ site_id: chosen.id, site_set_in_ui: true }).where('id', '=', id).execute();
+    expect(await register(t.app, token, { name: 'ui-placed', siteCode: 'ams-2' })).toBe(id);
+    await register(t.app, token, { name: 'ui-placed', siteCode: 'zrh-9' });
+    const row = await t.database.db.selectFrom('daemons').select(['site_id', 'site_set_in_ui']).where('id', '=', id).executeTakeFirstOrThrow();
+    expect(row).toEqual({ site_id: chosen.id, site_set_in_ui: true });
+    expect(await t.database.db.selectFrom('sites').select('id').where('organisation_id', '=', org.organisationId).where('code', '=', 'zrh-9').executeTakeFirst()).toBeUndefined();
+  });
+
   it('refuses a malformed registration with 400 and ignores unknown fields (newer daemons)', async () => {
     const bad = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/register', headers: bearer(token), payload: { name: 'x', bootId: 'not-a-uuid', networkCidrs: ['10.0.0.1/8'] } });
     expect(bad.statusCode).toBe(400);
