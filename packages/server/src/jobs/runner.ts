@@ -96,10 +96,16 @@ export interface RunnerOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-const realSleep = (ms: number, signal?: AbortSignal) =>
+/** Waits `ms`, or less when `signal` aborts; leaves no listener behind either way. */
+const realSleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
   });
 
 /**
@@ -171,26 +177,29 @@ export class JobRunner {
       const started = this.now();
       const t0 = performance.now();
       let attempts = 0;
+      let failed = false;
       let failure: unknown;
       let result: JobResult | undefined;
       for (;;) {
         attempts++;
         try {
           result = (await job.run({ db: database.db, logger: logger.child({ job: job.name }), now: this.now, signal: this.stopping.signal })) ?? undefined;
-          failure = undefined;
+          failed = false;
           break;
         } catch (err) {
+          failed = true;
           failure = err;
           const retry = attempts < policy.attempts && isTransient(err) && !this.stopping.signal.aborted;
           logger.warn({ err, job: job.name, attempt: attempts, retry }, 'job attempt failed');
           if (!retry) break;
           const wait = policy.backoffMs[attempts - 1]!;
           await (this.opts.sleep ? this.opts.sleep(wait) : realSleep(wait, this.stopping.signal));
+          if (this.stopping.signal.aborted) break; // stopped during the wait: no further attempt
         }
       }
       const durationMs = Math.round(performance.now() - t0);
-      const error = failure === undefined ? undefined : redactText(String((failure as Error)?.message ?? failure));
-      const outcome = failure === undefined ? 'ok' : 'failed';
+      const error = failed ? redactText(String((failure as Error)?.message ?? failure ?? 'failed without a reason')) : undefined;
+      const outcome = failed ? 'failed' : 'ok';
       await status.record(database.db, { job: job.name, organisationId: null, at: started, durationMs, outcome, error, attempts, detail: result?.detail ?? {} });
       for (const [organisationId, o] of result?.organisations ?? []) {
         await status.record(database.db, { job: job.name, organisationId, at: started, durationMs, outcome: o.ok ? 'ok' : 'failed', error: o.error ? redactText(o.error) : undefined, attempts, detail: o.detail ?? {} });
