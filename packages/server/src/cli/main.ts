@@ -120,7 +120,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       if (sub === 'list') {
         const f = parseFlags(args, { json: 'boolean' });
         return await withDatabase(loadConfig(io.env), async (db) => {
-          const rows = await jobStatus.list(db);
+          const rows = await jobStatus.list(db, 'all');
           io.out(
             f.json
               ? JSON.stringify(rows)

@@ -60,6 +60,7 @@ export function scanSchedule(): JobDefinition {
       let skipped = 0;
       const result = await perOrganisation([...byOrg.keys()], async (org) => {
         const counts = { queued: 0, skipped: 0 };
+        let unexpected: unknown;
         for (const networkId of byOrg.get(org)!) {
           let outcome: 'queued' | 'skipped' = 'queued';
           let detail: string | null = null;
@@ -67,7 +68,11 @@ export function scanSchedule(): JobDefinition {
             const session = await createScan(db, { type: 'system', organisationId: org }, { networkId });
             detail = `session ${session.sessionId} on daemon ${session.daemonId}`;
           } catch (err) {
-            if (!(err instanceof AppError) || !SKIP_CODES.has(err.code)) throw err;
+            // Any other failure fails the organisation's run, after its other networks had their turn.
+            if (!(err instanceof AppError) || !SKIP_CODES.has(err.code)) {
+              unexpected ??= err;
+              continue;
+            }
             outcome = 'skipped';
             detail = `${err.code}: ${err.message}`;
           }
@@ -77,6 +82,7 @@ export function scanSchedule(): JobDefinition {
         }
         queued += counts.queued;
         skipped += counts.skipped;
+        if (unexpected) throw unexpected;
         return counts;
       });
       return { ...result, detail: { ...result.detail, due: due.rows.length, queued, skipped } };
@@ -86,7 +92,7 @@ export function scanSchedule(): JobDefinition {
 
 /**
  * scan.stall (1 min, decisions.md): a session in a running state (`dispatched`, `running`) is
- * `stalled` when its daemon has not heartbeated for 3 × the heartbeat interval, or the session
+ * `stalled` when its daemon has not heartbeated for 3 × the heartbeat interval it was handed, or the session
  * received no batch for SERVICE_SCAN_STALL_SECONDS. A later batch moves it back to `running`.
  */
 export function scanStall(config: Pick<Config, 'daemon' | 'jobs'>): JobDefinition {
@@ -95,14 +101,13 @@ export function scanStall(config: Pick<Config, 'daemon' | 'jobs'>): JobDefinitio
     intervalMs: MINUTE,
     async run({ db, now }) {
       const at = now();
-      const quietHeartbeat = new Date(at.getTime() - 3 * config.daemon.heartbeatSeconds * 1000);
       const quietBatches = new Date(at.getTime() - config.jobs.scanStallSeconds * 1000);
       const stalled = await sql<{ organisation_id: string; id: string }>`
         with s as (
           update scan_sessions s set state = 'stalled', updated_at = now()
           from daemons d
           where s.state in ('dispatched', 'running') and d.organisation_id = s.organisation_id and d.id = s.daemon_id
-            and (coalesce(d.last_heartbeat_at, '-infinity') < ${quietHeartbeat}
+            and (coalesce(d.last_heartbeat_at, '-infinity') < ${at}::timestamptz - make_interval(secs => 3 * d.heartbeat_interval_seconds)
                  or coalesce(s.last_batch_at, s.started_at, s.dispatched_at, s.created_at) < ${quietBatches})
           returning s.organisation_id, s.id
         ), logged as (

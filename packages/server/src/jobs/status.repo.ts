@@ -37,12 +37,15 @@ export interface StatusRow {
   last_ok_at: string | null;
 }
 
-/** Job status rows: every job as a whole, and with `organisationId` that organisation's rows too. */
-export async function list(db: Kysely<DB>, organisationId?: string): Promise<StatusRow[]> {
+/**
+ * Job status rows: every job as a whole, and that organisation's rows too (`'all'`: every
+ * organisation's, for the operator's CLI).
+ */
+export async function list(db: Kysely<DB>, organisations: string | 'all' | null): Promise<StatusRow[]> {
   const r = await sql<StatusRow>`
     select job, organisation_id, ${rfc3339('last_run_at')} as last_run_at, duration_ms, outcome, error, attempts, detail, ${rfc3339('last_ok_at')} as last_ok_at
     from job_status
-    where organisation_id is null ${organisationId ? sql`or organisation_id = ${organisationId}` : sql``}
+    where ${organisations === 'all' ? sql`true` : organisations ? sql`organisation_id is null or organisation_id = ${organisations}` : sql`organisation_id is null`}
     order by job, organisation_id nulls first`.execute(db);
   return r.rows;
 }

@@ -20,8 +20,24 @@ export function findActiveSession(db: Kysely<DB>, organisationId: string, networ
     .select('id')
     .where('organisation_id', '=', organisationId)
     .where('network_id', '=', networkId)
-    .where('state', 'in', ['queued', 'dispatched', 'running', 'stalled'])
+    .where('state', 'in', ['queued', 'dispatched', 'running'])
     .executeTakeFirst();
+}
+
+/** Marks the network's stalled sessions failed (a new scan supersedes them); returns their ids. */
+export async function supersedeStalled(db: Kysely<DB>, organisationId: string, networkId: string) {
+  const rows = await db
+    .updateTable('scan_sessions')
+    .set({ state: 'failed', finished_at: new Date(), updated_at: new Date() })
+    .where('organisation_id', '=', organisationId)
+    .where('network_id', '=', networkId)
+    .where('state', '=', 'stalled')
+    .returning('id')
+    .execute();
+  if (rows.length) {
+    await db.insertInto('change_log').values(rows.map((r) => ({ organisation_id: organisationId, entity_type: 'scan', entity_id: r.id, action: 'updated' as const }))).execute();
+  }
+  return rows.map((r) => r.id);
 }
 
 export function findNetworkForScan(db: Kysely<DB>, organisationId: string, id: string) {

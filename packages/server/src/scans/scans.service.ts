@@ -42,7 +42,8 @@ export const getScan = async (db: Kysely<DB>, organisationId: string, id: string
 
 /**
  * Queues a scan on an online daemon that may scan the network (decisions.md "Scan sessions").
- * Refusals queue nothing: no daemon online, nmap asked of daemons without it, a scan active.
+ * Refusals queue nothing: no daemon online, nmap asked of daemons without it, a scan queued or
+ * running. A stalled session of the network is superseded: marked failed.
  */
 export async function createScan(db: Kysely<DB>, actor: Actor & { organisationId: string }, input: z.output<typeof CreateScanRequest>) {
   const org = actor.organisationId;
@@ -62,6 +63,8 @@ export async function createScan(db: Kysely<DB>, actor: Actor & { organisationId
       }
       const daemon = nmap.enabled ? daemons.find((d) => d.has_nmap) : daemons[0];
       if (!daemon) throw new AppError('nmap_unavailable', 'nmap was requested but no online daemon that may scan this network has nmap; nothing was queued.');
+      // A stalled session of the network (its daemon went quiet) is superseded by this one.
+      const superseded = await repo.supersedeStalled(trx, org, network.id);
       const sessionId = await repo.insertSession(trx, {
         organisationId: org,
         networkId: network.id,
@@ -76,7 +79,7 @@ export async function createScan(db: Kysely<DB>, actor: Actor & { organisationId
       });
       await repo.enqueueJob(trx, org, daemon.id, 'network', sessionId);
       await trx.updateTable('networks').set({ last_scan_at: new Date() }).where('organisation_id', '=', org).where('id', '=', network.id).execute();
-      await recordAudit(trx, actor, { organisationId: org, action: 'scan.created', targetType: 'scan_session', targetId: sessionId, changes: { networkId: network.id, daemonId: daemon.id, nmap } });
+      await recordAudit(trx, actor, { organisationId: org, action: 'scan.created', targetType: 'scan_session', targetId: sessionId, changes: { networkId: network.id, daemonId: daemon.id, nmap, ...(superseded.length ? { superseded } : {}) } });
       return toScanSession(await sessionOrThrow(trx, org, sessionId));
     });
   } catch (e) {
