@@ -241,7 +241,7 @@ export const routes = {
     description:
       'The daemon is an online daemon of the network\'s site; for a network without a site, an online daemon whose reported `networkCidrs` contain it. ' +
       'None: 409 `no_daemon_online` (nothing queued). nmap asked but the daemon has none: 409 `nmap_unavailable`. ' +
-      'A queued or running session for the network: 409 `scan_already_active` with its `sessionId`.',
+      'A queued or running session for the network: 409 `scan_already_active` with its `sessionId`. A stalled session of the network is superseded: marked `failed`.',
     tags: ['scans'],
     auth: { kind: 'apiKey', scope: 'scan:run' },
     body: CreateScanRequest,
