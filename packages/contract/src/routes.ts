@@ -21,8 +21,12 @@ import { AdminSnapshotResponse, DependencyTickResponse, JobStatusList } from './
 /** Who may call a route. The server enforces it; the OpenAPI document states it. */
 export type RouteAuth =
   | { kind: 'none' }
-  /** `Authorization: Bearer <API key>` holding `scope` (any valid key when absent), capped by the key owner's current role. */
-  | { kind: 'apiKey'; scope?: Scope }
+  /**
+   * `Authorization: Bearer <API key>` holding `scope` (any valid key when absent), capped by the key
+   * owner's current role. A key without the scope is 403, or 401 with `missingScopeUnauthorized`
+   * (metrics, spec 4.8); a key whose owner's role no longer allows it is 403 either way.
+   */
+  | { kind: 'apiKey'; scope?: Scope; missingScopeUnauthorized?: boolean }
   /** `Authorization: Bearer <daemon key>`; `daemonId` requires `X-Daemon-ID` (every daemon call but register). */
   | { kind: 'daemon'; daemonId: boolean }
   /** The browser session cookie; `minRole` for admin surfaces. State-changing methods need `X-CSRF-Token`. */
@@ -369,6 +373,19 @@ export const routes = {
     auth: { kind: 'session' },
     params: z.object({ id: Uuid }),
     response: { 204: null },
+  }),
+  getMetrics: route({
+    method: 'GET',
+    url: '/api/v1/metrics',
+    operationId: 'getMetrics',
+    summary: 'Prometheus metrics of the key\'s organisation (text exposition format 0.0.4)',
+    description:
+      'One key serves one tenant. A key without `metrics:read` gets 401 naming the scope. Count metrics list every state of their enumeration, 0 where nothing is counted; ' +
+      'age metrics appear only where the thing exists (no snapshot ever: no `service_snapshot_age_seconds`). Computed at scrape time with a fixed number of queries.',
+    tags: ['metrics'],
+    auth: { kind: 'apiKey', scope: 'metrics:read', missingScopeUnauthorized: true },
+    response: { 200: null },
+    produces: 'text/plain; version=0.0.4',
   }),
   adminSnapshot: route({
     method: 'POST',

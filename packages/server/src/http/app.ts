@@ -17,6 +17,7 @@ import { JobWaiters } from '../daemons/job-waiters.js';
 import { CursorCodec } from '../inventory/cursor.js';
 import { registerScanRoutes } from '../scans/scans.routes.js';
 import { registerJobRoutes } from '../jobs/jobs.routes.js';
+import { registerMetricsRoutes } from '../metrics/metrics.routes.js';
 import { registerTopologyRoutes } from '../topology/topology.routes.js';
 import { registerInventoryRoutes } from '../inventory/inventory.routes.js';
 import { registerAuthHook } from './auth-hook.js';
@@ -130,6 +131,7 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   registerScanRoutes(app, { db: database.db });
   registerTopologyRoutes(app, { db: database.db });
   registerJobRoutes(app, { db: database.db });
+  registerMetricsRoutes(app, { db: database.db });
   const waiters = new JobWaiters();
   await waiters.start(database);
   app.decorate('jobWaiters', waiters); // long polls waiting in this process (for metrics and tests)

@@ -84,6 +84,9 @@ export function registerAuthHook(app: FastifyInstance, deps: { database: Databas
     } else {
       limit(request, `key:${principal.keyId}`, config.rateLimits.keyPerMinute);
       if (auth.kind === 'apiKey' && auth.scope && !keyGrants(principal, auth.scope)) {
+        if (auth.missingScopeUnauthorized && !principal.keyScopes.includes(auth.scope)) {
+          throw new AppError('unauthorized', `This endpoint needs a key holding the scope ${auth.scope}.`, { requiredScope: auth.scope });
+        }
         throw new AppError('forbidden', principal.keyScopes.includes(auth.scope)
           ? `The key's owner has role ${principal.role}, which no longer allows ${auth.scope}.`
           : `The key does not hold the scope ${auth.scope}.`, { requiredScope: auth.scope });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
+import { createGzip } from 'node:zlib';
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
@@ -257,33 +257,81 @@ export interface SnapshotContent {
   bytes: number;
 }
 
+const CONTENT_CHUNK = 5000;
+
 /**
  * The inventory's content as canonical JSON (every list in id order, fixed key order), read by the
  * caller's transaction: hosts with their addresses and MACs, services, certificates,
- * vulnerabilities. Stored gzip-compressed with the SHA-256 of the text, so snapshots can be
- * diffed and attested.
+ * vulnerabilities. Read in chunks of CONTENT_CHUNK rows (keyset on id) and compressed and hashed
+ * as it goes, so a large inventory never sits in memory whole. Stored gzip-compressed with the
+ * SHA-256 of the text, so snapshots can be diffed and attested.
  */
 export async function captureContent(db: Kysely<DB>, organisationId: string, siteId: string | null): Promise<SnapshotContent> {
   const inSite = siteId ? sql`and h.site_id = ${siteId}` : sql``;
-  const r = await sql<{ content: string }>`
-    select json_build_object(
-      'hosts', coalesce((select json_agg(json_build_object(
+  // Rows of another table belong to the site through their host; without a site filter no join,
+  // so each chunk is a range of the (organisation_id, id) primary key.
+  const hostInSite = (alias: string) => (siteId ? sql`and exists (select 1 from hosts h where h.organisation_id = ${sql.ref(`${alias}.organisation_id`)} and h.id = ${sql.ref(`${alias}.host_id`)} and h.site_id = ${siteId})` : sql``);
+  const sections: [string, (after: string) => ReturnType<typeof sql<{ id: string; item: string }>>][] = [
+    ['hosts', (after) => sql`
+      select h.id, json_build_object(
           'id', h.id, 'siteId', h.site_id, 'fingerprint', h.fingerprint, 'hostname', h.hostname, 'fqdn', h.fqdn, 'vendor', h.vendor, 'os', h.os, 'deviceType', h.device_type,
           'addresses', coalesce((select json_agg(host(a.address) order by a.address) from host_addresses a where a.organisation_id = h.organisation_id and a.host_id = h.id), '[]'),
-          'macs', coalesce((select json_agg(distinct m.mac::text) from (select mac from host_addresses where organisation_id = h.organisation_id and host_id = h.id and mac is not null
-                                                                  union select mac from host_interfaces where organisation_id = h.organisation_id and host_id = h.id and mac is not null) m), '[]')
-        ) order by h.id) from hosts h where h.organisation_id = ${organisationId} ${inSite}), '[]'),
-      'services', coalesce((select json_agg(json_build_object(
-          'id', s.id, 'hostId', s.host_id, 'protocol', s.protocol, 'port', s.port, 'state', s.state, 'name', s.name, 'product', s.product, 'version', s.version, 'cpe', s.cpe,
-          'gone', s.gone_at is not null) order by s.id)
-        from services s join hosts h on h.organisation_id = s.organisation_id and h.id = s.host_id where s.organisation_id = ${organisationId} ${inSite}), '[]'),
-      'certificates', coalesce((select json_agg(json_build_object(
-          'id', c.id, 'hostId', c.host_id, 'port', c.port, 'sha256', c.sha256, 'subject', c.subject, 'issuer', c.issuer, 'notAfter', c.not_after, 'trustStatus', c.trust_status) order by c.id)
-        from certificates c join hosts h on h.organisation_id = c.organisation_id and h.id = c.host_id where c.organisation_id = ${organisationId} ${inSite}), '[]'),
-      'vulnerabilities', coalesce((select json_agg(json_build_object(
-          'id', v.id, 'hostId', v.host_id, 'serviceId', v.service_id, 'cve', v.cve_id, 'severity', v.severity, 'state', v.state) order by v.id)
-        from vulnerabilities v join hosts h on h.organisation_id = v.organisation_id and h.id = v.host_id where v.organisation_id = ${organisationId} ${inSite}), '[]')
-    )::text as content`.execute(db);
-  const text = Buffer.from(r.rows[0]!.content, 'utf8');
-  return { gzip: gzipSync(text), sha256: createHash('sha256').update(text).digest('hex'), bytes: text.length };
+          'macs', coalesce((select json_agg(m.mac order by m.mac) from (select mac::text from host_addresses where organisation_id = h.organisation_id and host_id = h.id and mac is not null
+                                                                  union select mac::text from host_interfaces where organisation_id = h.organisation_id and host_id = h.id and mac is not null) m), '[]')
+        )::text as item
+      from hosts h where h.organisation_id = ${organisationId} ${inSite} and h.id > ${after}::uuid order by h.id limit ${CONTENT_CHUNK}`],
+    ['services', (after) => sql`
+      select s.id, json_build_object('id', s.id, 'hostId', s.host_id, 'protocol', s.protocol, 'port', s.port, 'state', s.state, 'name', s.name, 'product', s.product,
+          'version', s.version, 'cpe', s.cpe, 'gone', s.gone_at is not null)::text as item
+      from services s
+      where s.organisation_id = ${organisationId} ${hostInSite('s')} and s.id > ${after}::uuid order by s.id limit ${CONTENT_CHUNK}`],
+    ['certificates', (after) => sql`
+      select c.id, json_build_object('id', c.id, 'hostId', c.host_id, 'port', c.port, 'sha256', c.sha256, 'subject', c.subject, 'issuer', c.issuer,
+          'notAfter', c.not_after, 'trustStatus', c.trust_status)::text as item
+      from certificates c
+      where c.organisation_id = ${organisationId} ${hostInSite('c')} and c.id > ${after}::uuid order by c.id limit ${CONTENT_CHUNK}`],
+    ['vulnerabilities', (after) => sql`
+      select v.id, json_build_object('id', v.id, 'hostId', v.host_id, 'serviceId', v.service_id, 'cve', v.cve_id, 'severity', v.severity, 'state', v.state)::text as item
+      from vulnerabilities v
+      where v.organisation_id = ${organisationId} ${hostInSite('v')} and v.id > ${after}::uuid order by v.id limit ${CONTENT_CHUNK}`],
+  ];
+  // Each chunk must be a short walk of the primary key in id order, whatever the statistics say
+  // (right after a large first sweep they describe a small organisation, and the planner would
+  // sort the whole organisation's rows for every chunk). For this transaction only.
+  await sql`set local enable_sort = off`.execute(db);
+  await sql`set local enable_bitmapscan = off`.execute(db);
+  const gzip = createGzip();
+  const compressed: Buffer[] = [];
+  gzip.on('data', (c: Buffer) => compressed.push(c));
+  const finished = new Promise<void>((resolve, reject) => {
+    gzip.on('end', resolve);
+    gzip.on('error', reject);
+  });
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const write = (text: string) => {
+    const b = Buffer.from(text, 'utf8');
+    bytes += b.length;
+    hash.update(b);
+    gzip.write(b);
+  };
+  write('{');
+  for (const [i, [name, chunk]] of sections.entries()) {
+    write(`${i ? ',' : ''}"${name}":[`);
+    let after = '00000000-0000-0000-0000-000000000000';
+    let first = true;
+    for (;;) {
+      const rows = (await chunk(after).execute(db)).rows;
+      if (rows.length === 0) break;
+      write(`${first ? '' : ','}${rows.map((r) => r.item).join(',')}`);
+      first = false;
+      after = rows.at(-1)!.id;
+      if (rows.length < CONTENT_CHUNK) break;
+    }
+    write(']');
+  }
+  write('}');
+  gzip.end();
+  await finished;
+  return { gzip: Buffer.concat(compressed), sha256: hash.digest('hex'), bytes };
 }
