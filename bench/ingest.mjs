@@ -216,6 +216,8 @@ const child = spawn(process.execPath, [fileURLToPath(new URL('../packages/server
   env: { ...process.env, DATABASE_URL: `${URL_}${URL_.includes('?') ? '&' : '?'}options=-c%20search_path%3D${SCHEMA}`, SERVICE_SECRET_KEY: randomBytes(32).toString('hex'), SERVICE_PORT: '0', SERVICE_LOG_LEVEL: 'warn', SERVICE_RATE_LIMIT_DAEMON_PER_MINUTE: '1000000', SERVICE_RATE_LIMIT_KEY_PER_MINUTE: '1000000', SERVICE_DB_POOL_MAX: '20', SERVICE_JOBS_IN_WEB: 'false' },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
+// The child never outlives this script, even when it fails.
+process.on('exit', () => child.kill('SIGKILL'));
 const childUrl = await new Promise((resolve, reject) => {
   let text = '';
   child.stdout.on('data', (d) => {

@@ -117,6 +117,38 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
     expect((await stored()).length).toBe(before);
   });
 
+  it('answers a body that is not JSON, or empty, with 400 validation_failed, storing nothing', async () => {
+    const before = (await stored()).length;
+    for (const payload of ['{"flows": [', '']) {
+      const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...headers, 'content-type': 'application/json' }, payload });
+      expect(res.statusCode, payload).toBe(400);
+      expect(res.json().code).toBe('validation_failed');
+    }
+    expect((await stored()).length).toBe(before);
+  });
+
+  it('drops __proto__ and constructor keys of a batch (validation keeps known fields only): nothing is polluted', async () => {
+    const record = JSON.stringify(flow({ bucketStart: '2026-11-20T18:00:00Z' })).replace(/^\{/, '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}},');
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...headers, 'content-type': 'application/json' }, payload: `{"flows":[${record}],"__proto__":{"polluted":true}}` });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ accepted: 1 });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('refuses a batch over SERVICE_INGEST_BODY_LIMIT_BYTES with 413 payload_too_large', async () => {
+    const small = await buildTestApp({ env: { SERVICE_INGEST_BODY_LIMIT_BYTES: '2048' } });
+    try {
+      const o = await seedOrg(small.database);
+      const tok = (await admin.createDaemonKey(small.database.db, { type: 'cli' }, { org: o.organisationId })).token;
+      const id = (await small.app.inject({ method: 'POST', url: '/api/v1/daemon/register', headers: bearer(tok), payload: { name: 'big', bootId: randomUUID() } })).json().daemonId;
+      const res = await small.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...bearer(tok), 'x-daemon-id': id }, payload: { flows: Array.from({ length: 40 }, () => flow()) } });
+      expect(res.statusCode).toBe(413);
+      expect(res.json().code).toBe('payload_too_large');
+    } finally {
+      await small.close();
+    }
+  });
+
   it('needs the daemon\'s X-Daemon-ID', async () => {
     const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { authorization: headers.authorization! }, payload: { flows: [] } });
     expect(res.statusCode).toBe(401);

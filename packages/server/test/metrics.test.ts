@@ -1,4 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../src/admin/admin.service.js';
@@ -143,6 +144,16 @@ describe('GET /api/v1/metrics (spec 4.8, decisions.md)', () => {
       expect(`${r.stdout}${r.stderr}`.trim()).toBe('');
       expect(r.status).toBe(0);
       expect(execFileSync('promtool', ['--version']).toString()).toMatch(/promtool/);
+    });
+
+    it('ships alert rules that promtool accepts and whose unit tests pass (deploy/prometheus)', () => {
+      const dir = fileURLToPath(new URL('../../../deploy/prometheus/', import.meta.url));
+      const check = spawnSync('promtool', ['check', 'rules', 'alerts.yml'], { cwd: dir, encoding: 'utf8' });
+      expect(check.status, `${check.stdout}${check.stderr}`).toBe(0);
+      expect(check.stdout).toContain('SUCCESS: 5 rules found');
+      const tests = spawnSync('promtool', ['test', 'rules', 'alerts.test.yml'], { cwd: dir, encoding: 'utf8' });
+      expect(tests.status, `${tests.stdout}${tests.stderr}`).toBe(0);
+      expect(tests.stdout).toContain('SUCCESS');
     });
   }
 });

@@ -22,9 +22,22 @@ export function registerDaemonRoutes(app: FastifyInstance, deps: { db: Kysely<DB
 
   addRoute(app, routes.daemonHeartbeat, async (request) => daemons.heartbeat(db, daemonPrincipal(request), request.body, config.daemon.heartbeatSeconds));
 
-  addRoute(app, routes.daemonObservations, async (request) => ingestObservationBatch(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
-
-  addRoute(app, routes.daemonFlows, async (request) => ingestFlows(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
+  // Observation and flow batches are the large bodies (megabytes): parsed with plain JSON.parse,
+  // without the prototype-poisoning scan of every other route. Their schemas hold only objects of
+  // known keys (no records), so validation drops a `__proto__` or `constructor` key anyway.
+  void app.register(async (ingest) => {
+    ingest.removeContentTypeParser('application/json');
+    ingest.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+      if (body === '') return done(Object.assign(new Error('The body is empty but declared as JSON.'), { statusCode: 400, code: 'FST_ERR_CTP_EMPTY_JSON_BODY' }), undefined);
+      try {
+        done(null, JSON.parse(body as string));
+      } catch (err) {
+        done(Object.assign(err as Error, { statusCode: 400 }), undefined);
+      }
+    });
+    addRoute(ingest, routes.daemonObservations, async (request) => ingestObservationBatch(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
+    addRoute(ingest, routes.daemonFlows, async (request) => ingestFlows(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
+  });
 
   addRoute(app, routes.daemonPoll, async (request, reply) => {
     const p = daemonPrincipal(request);

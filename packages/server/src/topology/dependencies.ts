@@ -33,21 +33,37 @@ export async function rebuildDependencies(db: Kysely<DB>, organisationId: string
   return db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(hashtext('surveyor.dependencies'), hashtext(${organisationId}))`.execute(trx);
     await sql`delete from dependency_edges where organisation_id = ${organisationId}`.execute(trx);
+    // Aggregate the window's flows per conversation first, then resolve the (far fewer) aggregated
+    // rows with one pass over the organisation's addresses and services (hash joins: a batch job
+    // over many rows, not a per-row lookup), exactly as flows_resolved resolves them.
+    await sql`set local enable_nestloop = off`.execute(trx);
     const inserted = await sql<{ n: number }>`
-      with e as (
+      with agg as (
+        select src_ip, dst_ip, dst_port, case when protocol in ('tcp', 'udp', 'sctp') then protocol else 'tcp' end as protocol,
+               sum(bytes) as bytes, sum(packets) as packets, count(*) as flows, max(bucket_start) as last_seen
+        from flows
+        where organisation_id = ${organisationId} and bucket_start >= ${from} and bucket_start <= ${now}
+        group by 1, 2, 3, 4
+      ), addrs as (
+        select distinct on (address) address, host_id from host_addresses where organisation_id = ${organisationId} order by address, host_id
+      ), resolved as (
+        select sa.host_id as src_host_id, da.host_id as dst_host_id, s.id as dst_service_id, agg.bytes, agg.packets, agg.flows, agg.last_seen
+        from agg
+        join addrs sa on sa.address = agg.src_ip
+        join addrs da on da.address = agg.dst_ip
+        join services s on s.organisation_id = ${organisationId} and s.host_id = da.host_id and s.port = agg.dst_port and s.protocol = agg.protocol
+      ), e as (
         insert into dependency_edges (organisation_id, site_id, src_host_id, dst_host_id, dst_service_id, bytes, packets, flows, last_seen_at, built_at)
-        select ${organisationId}, h.site_id, f.src_host_id, f.dst_host_id, f.dst_service_id, f.bytes, f.packets, f.flows, f.last_seen, ${now}
+        select ${organisationId}, h.site_id, r.src_host_id, r.dst_host_id, r.dst_service_id, r.bytes, r.packets, r.flows, r.last_seen, ${now}
         from (
-          select src_host_id, dst_service_id, min(dst_host_id::text)::uuid as dst_host_id, sum(bytes) as bytes, sum(packets) as packets, count(*) as flows, max(bucket_start) as last_seen
-          from flows_resolved
-          where organisation_id = ${organisationId} and bucket_start >= ${from} and bucket_start <= ${now}
-            and src_host_id is not null and dst_service_id is not null
-          group by src_host_id, dst_service_id
-        ) f
-        join hosts h on h.organisation_id = ${organisationId} and h.id = f.dst_host_id
+          select src_host_id, dst_service_id, min(dst_host_id::text)::uuid as dst_host_id, sum(bytes) as bytes, sum(packets) as packets, sum(flows) as flows, max(last_seen) as last_seen
+          from resolved group by src_host_id, dst_service_id
+        ) r
+        join hosts h on h.organisation_id = ${organisationId} and h.id = r.dst_host_id
         returning 1
       )
       select count(*)::int as n from e`.execute(trx);
+    await sql`set local enable_nestloop = on`.execute(trx);
     // Every site has an application topology, even an empty one; so do the hosts without a site.
     const topologies = await sql<{ id: string; site_id: string | null; node_count: number; edge_count: number }>`
       with scopes as (
