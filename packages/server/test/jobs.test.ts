@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.js';
 import { loadConfig } from '../src/config.js';
+import { eventsSince } from '../src/events/events.js';
 import { coreJobs } from '../src/jobs/definitions.js';
 import { JobRunner, type JobResult } from '../src/jobs/runner.js';
 import { takeScheduledSnapshot } from '../src/inventory/inventory.service.js';
@@ -961,6 +962,61 @@ describe('admin endpoints that run a job now, and the job status (spec 4.6, 1.1 
 // An in-memory PGlite cannot be shared with the CLI: these run on PostgreSQL only (CI runs the
 // suite on PostgreSQL; the worker and jobs list through the CLI on the embedded database are in
 // jobs-process.test.ts).
+describe('events written with the change that caused them (spec 6; decisions.md "Events and alerts")', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await buildTestApp({ env: ENV });
+  });
+  afterAll(() => t.close());
+  const kinds = async (s: Scanning) => (await eventsSince(t.database.db, s.org.organisationId)).map((e) => [e.kind, e.subject.type, e.subject.id]);
+
+  it('announces each host a batch discovers once (host.discovered), with the payload shape of decisions.md, and not again when seen again', async () => {
+    const s = await scanningOrg(t);
+    const sessionId = await startSession(t, s, await createNetwork(t, s, '10.150.0.0/24'));
+    await ingest(t, s.daemon, smallBatch(sessionId, '10.150.0.1'));
+    await ingest(t, s.daemon, smallBatch(sessionId, '10.150.0.1', { ports: [{ fingerprint: 'fp-10.150.0.1', address: '10.150.0.1', protocol: 'tcp', number: 22 }] }));
+    const hostId = (await t.database.db.selectFrom('hosts').select('id').where('organisation_id', '=', s.org.organisationId).executeTakeFirstOrThrow()).id;
+    const events = await eventsSince(t.database.db, s.org.organisationId);
+    expect(events).toHaveLength(1);
+    const { seq, severity, ...payload } = events[0]!;
+    expect(seq).toBeGreaterThan(0);
+    expect(severity).toBe('info');
+    expect(payload).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/), kind: 'host.discovered', occurredAt: expect.stringMatching(/Z$/), organisationId: s.org.organisationId,
+      subject: { type: 'host', id: hostId }, data: { fingerprint: 'fp-10.150.0.1', siteId: null },
+    });
+  });
+
+  it('emits scan.completed once when the final batch completes a session, not for a repeated final batch', async () => {
+    const s = await scanningOrg(t);
+    const sessionId = await startSession(t, s, await createNetwork(t, s, '10.151.0.0/24'));
+    const last = smallBatch(sessionId, '10.151.0.1', { final: true, stats: { hostsTotal: 1, hostsScanned: 1 } });
+    await ingest(t, s.daemon, last);
+    await ingest(t, s.daemon, last);
+    await ingest(t, s.daemon, { ...last, hosts: [], ips: [] });
+    const completed = (await eventsSince(t.database.db, s.org.organisationId)).filter((e) => e.kind === 'scan.completed');
+    expect(completed).toHaveLength(1);
+    expect(completed[0]).toMatchObject({ subject: { type: 'scan_session', id: sessionId }, data: { cidr: '10.151.0.0/24', daemonId: s.daemon.id, hostsTotal: 1, goneServices: 0 } });
+  });
+
+  it('emits scan.stalled for a session the stall job marks, and scan.failed when a new scan supersedes it', async () => {
+    const s = await scanningOrg(t);
+    const sessionId = await runningSession(t, s, '10.152.1.0/24', '10.152.1.1');
+    const at = new Date();
+    await setHeartbeat(t, s.daemon.id, ago(at, 10 * MINUTE));
+    await tick(t, 'scan.stall', at);
+    expect(await kinds(s)).toContainEqual(['scan.stalled', 'scan_session', sessionId]);
+    expect(await kinds(s)).not.toContainEqual(['scan.failed', 'scan_session', sessionId]);
+    // The daemon is back; a new scan of the stalled session's network supersedes it.
+    await heartbeat(t.app, s.daemon.token, s.daemon.id);
+    const stalledNetwork = (await sql<{ network_id: string }>`select network_id from scan_sessions where id = ${sessionId}`.execute(t.database.db)).rows[0]!.network_id;
+    await queueScan(t, s, stalledNetwork);
+    expect(await stateOf(t, sessionId)).toBe('failed');
+    const failed = (await eventsSince(t.database.db, s.org.organisationId)).find((e) => e.kind === 'scan.failed');
+    expect(failed).toMatchObject({ severity: 'warning', subject: { type: 'scan_session', id: sessionId }, data: { networkId: stalledNetwork } });
+  });
+});
+
 if (TEST_DATABASE_URL) describe('surveyor jobs (CLI) on the configured database', () => {
   let testDb: TestDatabase | undefined;
   let t: TestApp | undefined;

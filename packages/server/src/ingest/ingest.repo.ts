@@ -58,8 +58,8 @@ export async function hostsByAddress(db: Db, organisationId: string, siteId: str
 }
 
 /**
- * New hosts with their facts, one per fingerprint, each bound to its fingerprint and logged as
- * created, in one statement. Returns those this call created (a concurrent batch may have created some first).
+ * New hosts with their facts, one per fingerprint, each bound to its fingerprint, logged as
+ * created and announced (event host.discovered), in one statement. Returns those this call created (a concurrent batch may have created some first).
  */
 export async function createHosts(db: Db, organisationId: string, siteId: string | null, hosts: (Omit<HostFacts, 'id' | 'parentId'> & { fingerprint: string })[]) {
   if (hosts.length === 0) return [];
@@ -76,6 +76,9 @@ export async function createHosts(db: Db, organisationId: string, siteId: string
         insert into host_fingerprints (organisation_id, fingerprint, host_id) select ${organisationId}, fingerprint, id from created on conflict do nothing
       ), logged as (
         insert into change_log (organisation_id, entity_type, entity_id, action) select ${organisationId}, 'host', id, 'created' from created
+      ), announced as (
+        insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
+        select ${organisationId}, 'host.discovered', 'info', 'host', id, jsonb_build_object('fingerprint', fingerprint, 'siteId', ${siteId}::uuid) from created
       )
       select id, fingerprint from created`,
     db,

@@ -12,6 +12,7 @@ import { ingestFlows } from './flows.js';
 import { isIdentifyingMac } from './identity.js';
 import * as repo from './ingest.repo.js';
 import { markTopologiesStale } from '../topology/dependencies.js';
+import { emitEvents } from '../events/events.js';
 
 type Batch = z.output<typeof ObservationsRequest>;
 
@@ -248,7 +249,11 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
 
     // 3. The session: progress, state; a session completing now marks absent what it did not see.
     const state = await repo.advanceSession(trx, org, b.sessionId, { final: b.final, ...b.stats });
-    const gone = session.state !== 'completed' && session.state !== 'failed' && state === 'completed' ? await repo.markAbsent(trx, org, session) : [];
+    const completedNow = session.state !== 'completed' && session.state !== 'failed' && state === 'completed';
+    const gone = completedNow ? await repo.markAbsent(trx, org, session) : [];
+    if (completedNow) {
+      await emitEvents(trx, org, [{ kind: 'scan.completed', severity: 'info', subjectType: 'scan_session', subjectId: b.sessionId, data: { cidr: session.cidr, daemonId: daemon.id, goneServices: gone.length, ...b.stats } }]);
+    }
 
     // (createHosts and upsertServices logged their own changes.)
     await repo.logChanges(trx, org, 'host', updatedHosts.filter((h) => h.changed && !createdHosts.has(h.id)).map((h) => ({ id: h.id, action: 'updated' as const })));

@@ -109,9 +109,12 @@ export function scanStall(config: Pick<Config, 'daemon' | 'jobs'>): JobDefinitio
           where s.state in ('dispatched', 'running') and d.organisation_id = s.organisation_id and d.id = s.daemon_id
             and (coalesce(d.last_heartbeat_at, '-infinity') < ${at}::timestamptz - make_interval(secs => 3 * d.heartbeat_interval_seconds)
                  or coalesce(s.last_batch_at, s.started_at, s.dispatched_at, s.created_at) < ${quietBatches})
-          returning s.organisation_id, s.id
+          returning s.organisation_id, s.id, s.daemon_id, s.network_id
         ), logged as (
           insert into change_log (organisation_id, entity_type, entity_id, action) select organisation_id, 'scan', id, 'updated' from s
+        ), announced as (
+          insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
+          select organisation_id, 'scan.stalled', 'warning', 'scan_session', id, jsonb_build_object('daemonId', daemon_id, 'networkId', network_id) from s
         )
         select organisation_id, id from s`.execute(db);
       const organisations = new Map<string, OrganisationOutcome>();
