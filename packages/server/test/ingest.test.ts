@@ -7,88 +7,17 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { daemonHeaders, daemonKey, heartbeat, poll, register } from './daemon-client.js';
-import { type SeededOrg, type TestApp, bearer, buildTestApp, seedMemberWithKey, seedOrg } from './helpers.js';
+import { daemonHeaders } from './daemon-client.js';
+import { type TestApp, bearer, buildTestApp } from './helpers.js';
+import { type Json, type Scanning, createNetwork, getScan, ingest, observe, onlineDaemon, scanningOrg, siteIdOf, startSession } from './scanning.js';
 
 // Observation ingest (spec 4.4, 4.5; decisions.md "Observation elements", "Scan sessions"), driven
 // only through HTTP the way a daemon and an operator would: register, heartbeat, scan, poll, post
 // batches, read the inventory back. Tables the API does not expose are read with SQL.
 
 type Inject = TestApp['app'];
-type Json = Record<string, any>;
-
-
 // ---------------------------------------------------------------------------------------------
-// A scanning organisation: an operator key, an online daemon, networks, sessions.
-
-interface Daemon {
-  token: string;
-  id: string;
-}
-
-interface Scanning {
-  org: SeededOrg;
-  /** Operator key: scan:run, inventory:write, inventory:read. */
-  api: string;
-  daemon: Daemon;
-  /** The daemon's site (registered with a siteCode), or null. */
-  siteId: string | null;
-}
-
-async function onlineDaemon(t: TestApp, org: SeededOrg, body: Record<string, unknown>): Promise<Daemon> {
-  const token = await daemonKey(t, org);
-  const id = await register(t.app, token, body);
-  await heartbeat(t.app, token, id);
-  return { token, id };
-}
-
-/** A fresh organisation with an operator and an online daemon; fresh organisations isolate tests. */
-async function scanningOrg(t: TestApp, opts: { siteCode?: string; networkCidrs?: string[] } = {}): Promise<Scanning> {
-  const org = await seedOrg(t.database);
-  const api = (await seedMemberWithKey(t.database, org, 'editor', ['scan:run', 'inventory:write', 'inventory:read'])).token;
-  const daemon = await onlineDaemon(t, org, { networkCidrs: opts.networkCidrs ?? ['10.0.0.0/8'], ...(opts.siteCode ? { siteCode: opts.siteCode } : {}) });
-  const siteId = opts.siteCode ? await siteIdOf(t, org, opts.siteCode) : null;
-  return { org, api, daemon, siteId };
-}
-
-async function siteIdOf(t: TestApp, org: SeededOrg, code: string) {
-  return (await t.database.db.selectFrom('sites').select('id').where('organisation_id', '=', org.organisationId).where('code', '=', code).executeTakeFirstOrThrow()).id;
-}
-
-async function createNetwork(t: TestApp, s: Scanning, cidr: string, extra: Record<string, unknown> = {}) {
-  const res = await t.app.inject({ method: 'POST', url: '/api/v1/networks', headers: bearer(s.api), payload: { name: `net ${cidr}`, cidr, ...(s.siteId ? { siteId: s.siteId } : {}), ...extra } });
-  expect(res.statusCode, res.body).toBe(201);
-  return res.json().id as string;
-}
-
-/** Queues a scan of the network and takes the job with a poll: the session is then dispatched. */
-async function startSession(t: TestApp, s: Scanning, networkId: string, daemon = s.daemon) {
-  const res = await t.app.inject({ method: 'POST', url: '/api/v1/scans', headers: bearer(s.api), payload: { networkId } });
-  expect(res.statusCode, res.body).toBe(202);
-  const sessionId = res.json().sessionId as string;
-  expect(res.json().daemonId).toBe(daemon.id);
-  const job = await poll(t.app, daemon.token, daemon.id);
-  expect(job.statusCode, job.body).toBe(200);
-  expect(job.json()).toMatchObject({ kind: 'network', sessionId });
-  return sessionId;
-}
-
-function observe(t: TestApp, daemon: Daemon, batch: Json) {
-  return t.app.inject({ method: 'POST', url: '/api/v1/daemon/observations', headers: daemonHeaders(daemon.token, daemon.id), payload: batch });
-}
-
-/** Posts a batch that must be accepted; returns `{ accepted, dedupHits }`. */
-async function ingest(t: TestApp, daemon: Daemon, batch: Json): Promise<{ accepted: number; dedupHits: number }> {
-  const res = await observe(t, daemon, batch);
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json();
-}
-
-async function getScan(t: TestApp, s: Scanning, sessionId: string) {
-  const res = await t.app.inject({ method: 'GET', url: `/api/v1/scans/${sessionId}`, headers: bearer(s.api) });
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json();
-}
+// Reading the inventory back.
 
 /** Every item of a collection, walking the pages. */
 async function list(t: TestApp, s: Scanning, collection: 'hosts' | 'services' | 'certificates', query = ''): Promise<Json[]> {

@@ -10,7 +10,8 @@ import { JobRunner, type JobResult } from '../src/jobs/runner.js';
 import { takeScheduledSnapshot } from '../src/inventory/inventory.service.js';
 import { createLogger } from '../src/logger.js';
 import { daemonHeaders, daemonKey, heartbeat, poll, register } from './daemon-client.js';
-import { addCertificate, addHost, addService, addSite, addTopology, addVulnerability } from './fixtures.js';
+import { type Daemon, type Json, type Scanning, createNetwork, getScan, ingest, onlineDaemon, queueScan, scanningOrg, siteIdOf, startSession } from './scanning.js';
+import { addCertificate, addHost, addHosts, addService, addSite, addTopology, addVulnerability } from './fixtures.js';
 import {
   type SeededOrg, type TestApp, type TestDatabase, TEST_DATABASE_URL, bearer, buildTestApp, createTestDatabase, login, seedMemberWithKey, seedOrg,
 } from './helpers.js';
@@ -19,8 +20,6 @@ import {
 // ticked through the real JobRunner with an injected clock; timestamps the rules depend on ("a
 // heartbeat 91 s ago") are set with SQL. Everything else goes through HTTP as a daemon, an
 // operator or an administrator would.
-
-type Json = Record<string, any>;
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -43,84 +42,6 @@ async function tick(t: TestApp, job: string, at: Date): Promise<JobResult> {
   expect(r, JSON.stringify(r)).toMatchObject({ job, ran: true, outcome: 'ok', attempts: 1 });
   expect(r.result).toBeDefined();
   return r.result!;
-}
-
-// ---------------------------------------------------------------------------------------------
-// A scanning organisation (as in ingest.test.ts): an operator key, an online daemon, networks, sessions.
-
-interface Daemon {
-  token: string;
-  id: string;
-}
-
-interface Scanning {
-  org: SeededOrg;
-  /** Operator key: scan:run, inventory:write, inventory:read. */
-  api: string;
-  daemon: Daemon;
-  /** The daemon's site (registered with a siteCode), or null. */
-  siteId: string | null;
-}
-
-async function onlineDaemon(t: TestApp, org: SeededOrg, body: Record<string, unknown>): Promise<Daemon> {
-  const token = await daemonKey(t, org);
-  const id = await register(t.app, token, body);
-  await heartbeat(t.app, token, id);
-  return { token, id };
-}
-
-async function scanningOrg(t: TestApp, opts: { siteCode?: string; networkCidrs?: string[]; capabilities?: Record<string, boolean> } = {}): Promise<Scanning> {
-  const org = await seedOrg(t.database);
-  const api = (await seedMemberWithKey(t.database, org, 'editor', ['scan:run', 'inventory:write', 'inventory:read'])).token;
-  const daemon = await onlineDaemon(t, org, {
-    networkCidrs: opts.networkCidrs ?? ['10.0.0.0/8'],
-    ...(opts.siteCode ? { siteCode: opts.siteCode } : {}),
-    ...(opts.capabilities ? { capabilities: opts.capabilities } : {}),
-  });
-  const siteId = opts.siteCode ? await siteIdOf(t, org, opts.siteCode) : null;
-  return { org, api, daemon, siteId };
-}
-
-async function siteIdOf(t: TestApp, org: SeededOrg, code: string) {
-  return (await t.database.db.selectFrom('sites').select('id').where('organisation_id', '=', org.organisationId).where('code', '=', code).executeTakeFirstOrThrow()).id;
-}
-
-async function createNetwork(t: TestApp, s: Scanning, cidr: string, extra: Record<string, unknown> = {}) {
-  const res = await t.app.inject({ method: 'POST', url: '/api/v1/networks', headers: bearer(s.api), payload: { name: `net ${cidr}`, cidr, ...(s.siteId ? { siteId: s.siteId } : {}), ...extra } });
-  expect(res.statusCode, res.body).toBe(201);
-  return res.json().id as string;
-}
-
-/** Queues a scan of the network through the API (not yet handed over). */
-async function queueScan(t: TestApp, s: Scanning, networkId: string) {
-  const res = await t.app.inject({ method: 'POST', url: '/api/v1/scans', headers: bearer(s.api), payload: { networkId } });
-  expect(res.statusCode, res.body).toBe(202);
-  return res.json().sessionId as string;
-}
-
-/** Queues a scan of the network and takes the job with a poll: the session is then dispatched. */
-async function startSession(t: TestApp, s: Scanning, networkId: string, daemon = s.daemon) {
-  const sessionId = await queueScan(t, s, networkId);
-  const job = await poll(t.app, daemon.token, daemon.id);
-  expect(job.statusCode, job.body).toBe(200);
-  expect(job.json()).toMatchObject({ kind: 'network', sessionId });
-  return sessionId;
-}
-
-function observe(t: TestApp, daemon: Daemon, batch: Json) {
-  return t.app.inject({ method: 'POST', url: '/api/v1/daemon/observations', headers: daemonHeaders(daemon.token, daemon.id), payload: batch });
-}
-
-async function ingest(t: TestApp, daemon: Daemon, batch: Json): Promise<{ accepted: number; dedupHits: number }> {
-  const res = await observe(t, daemon, batch);
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json();
-}
-
-async function getScan(t: TestApp, s: Scanning, sessionId: string) {
-  const res = await t.app.inject({ method: 'GET', url: `/api/v1/scans/${sessionId}`, headers: bearer(s.api) });
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json();
 }
 
 /** A small batch: one host with one address (inside 10.0.0.0/8). */
@@ -440,7 +361,7 @@ describe('job scan.stall marks running sessions whose daemon stopped reporting s
     const cancelled = await startSession(t, s, await createNetwork(t, s, '10.4.2.0/24'));
     const cancel = await t.app.inject({ method: 'POST', url: `/api/v1/scans/${cancelled}/cancel`, headers: bearer(s.api) });
     expect(cancel.statusCode, cancel.body).toBe(200);
-    const queued = await queueScan(t, s, await createNetwork(t, s, '10.4.5.0/24'));
+    const queued = (await queueScan(t, s, await createNetwork(t, s, '10.4.5.0/24'))).sessionId;
     const expected = { [completed]: 'completed', [cancelled]: 'cancelled', [failed]: 'failed', [stalled]: 'stalled', [queued]: 'queued' };
     for (const [id, state] of Object.entries(expected)) expect(await stateOf(t, id)).toBe(state);
 
@@ -641,6 +562,27 @@ describe('job inventory.snapshot takes today\'s scheduled snapshot of every orga
     const audits = await sql<{ n: number }>`select count(*)::int as n from audit_log where organisation_id = ${org.organisationId} and action = 'snapshot.created'`.execute(t.database.db);
     expect(audits.rows[0]!.n).toBe(1);
   });
+
+  it('captures every row of an inventory larger than one read chunk (5,000 rows), once each and in id order', async () => {
+    const org = await seedOrg(t.database);
+    const db = t.database.db;
+    const o = org.organisationId;
+    const editor = (await seedMemberWithKey(t.database, org, 'editor', ['inventory:write'])).token;
+    await addHosts(db, o, 5_001, 'chunk');
+    await sql`insert into services (organisation_id, host_id, protocol, port) select organisation_id, id, 'tcp', p from hosts, unnest(array[22, 443]) p where organisation_id = ${o}`.execute(db);
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/snapshots', headers: bearer(editor), payload: { reason: 'audit' } });
+    expect(res.statusCode, res.body).toBe(201);
+    const row = (await sql<{ content: Uint8Array; content_sha256: string }>`select content, content_sha256 from snapshots where organisation_id = ${o} and id = ${res.json().id}`.execute(db)).rows[0]!;
+    const text = gunzipSync(Buffer.from(row.content));
+    expect(createHash('sha256').update(text).digest('hex')).toBe(row.content_sha256);
+    const content = JSON.parse(text.toString('utf8')) as { hosts: { id: string }[]; services: { id: string }[] };
+    for (const [list, n] of [[content.hosts, 5_001], [content.services, 10_002]] as const) {
+      const ids = list.map((x) => x.id);
+      expect(ids).toHaveLength(n);
+      expect(new Set(ids).size).toBe(n);
+      expect(ids).toEqual([...ids].sort());
+    }
+  }, 60_000);
 
   it('stores stats matching the inventory counts and gzip content listing the inventory, whose SHA-256 is content_sha256 and the API\'s contentSha256', async () => {
     const org = await seedOrg(t.database);

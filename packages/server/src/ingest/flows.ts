@@ -25,6 +25,11 @@ async function ensurePartitions(db: Kysely<DB>, days: number[]) {
   }
 }
 
+/** `dropped` accumulates on the daemon (spec 4.4). */
+function addDropped(db: Kysely<DB>, organisationId: string, daemonId: string, n: number) {
+  return sql`update daemons set flows_dropped = flows_dropped + ${n}, last_seen_at = now() where organisation_id = ${organisationId} and id = ${daemonId}`.execute(db);
+}
+
 /**
  * Stores flow records as sent, in one set-based insert; they are resolved to the inventory when
  * read (view `flows_resolved`, host topology), so a flow seen before its host resolves once the
@@ -37,7 +42,7 @@ export async function ingestFlows(db: Kysely<DB>, p: DaemonPrincipal, body: z.ou
   const f = body.flows;
   if (f.length === 0) {
     // Nothing to recognise a retry by: a delivery of `dropped` alone is counted as it comes.
-    if (body.dropped > 0) await sql`update daemons set flows_dropped = flows_dropped + ${body.dropped}, last_seen_at = now() where organisation_id = ${org} and id = ${daemon.id}`.execute(db);
+    if (body.dropped > 0) await addDropped(db, org, daemon.id, body.dropped);
     return { accepted: 0 };
   }
   // Columns as PostgreSQL array literals, built directly: every value but protocol and source is
@@ -67,7 +72,7 @@ export async function ingestFlows(db: Kysely<DB>, p: DaemonPrincipal, body: z.ou
       select ${org}, v.bucket_start, ${daemon.id}, v.src_ip, v.dst_ip, v.dst_port, v.protocol, v.packets, v.bytes, v.source
       from unnest(${cols[0]}::timestamptz[], ${cols[1]}::inet[], ${cols[2]}::inet[], ${cols[3]}::int[], ${cols[4]}::text[], ${cols[5]}::bigint[], ${cols[6]}::bigint[], ${cols[7]}::text[])
         as v(bucket_start, src_ip, dst_ip, dst_port, protocol, packets, bytes, source)`.execute(trx);
-    if (body.dropped > 0) await sql`update daemons set flows_dropped = flows_dropped + ${body.dropped}, last_seen_at = now() where organisation_id = ${org} and id = ${daemon.id}`.execute(trx);
+    if (body.dropped > 0) await addDropped(trx, org, daemon.id, body.dropped);
     return { accepted: f.length };
   });
 }

@@ -262,7 +262,6 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
     // Built topologies of the site no longer describe the inventory.
     if (changed.size > 0 || gone.length > 0) await markTopologiesStale(trx, org, session.site_id);
 
-    const accepted = rowsInBatch;
     const dedupHits =
       hits('host', b.hosts, (h) => host(h.fingerprint)) +
       hits('ip', b.ips, (x) => `${host(x.hostFingerprint)}|${x.address}`) +
@@ -273,7 +272,7 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
       hits('vlan', b.vlans, (x) => `${host(x.fingerprint)}|${x.vlanId}`) +
       hits('route', b.routes, (x) => routeKey(host(x.fingerprint), x.destination, x.interface ?? '')) +
       hits('lag', b.lagGroups, (x) => `${host(x.fingerprint)}|${x.name}`);
-    return { accepted, dedupHits };
+    return { accepted: rowsInBatch, dedupHits };
   });
 }
 

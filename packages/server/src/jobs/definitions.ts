@@ -95,7 +95,7 @@ export function scanSchedule(): JobDefinition {
  * `stalled` when its daemon has not heartbeated for 3 × the heartbeat interval it was handed, or the session
  * received no batch for SERVICE_SCAN_STALL_SECONDS. A later batch moves it back to `running`.
  */
-export function scanStall(config: Pick<Config, 'daemon' | 'jobs'>): JobDefinition {
+export function scanStall(config: Pick<Config, 'jobs'>): JobDefinition {
   return {
     name: 'scan.stall',
     intervalMs: MINUTE,
@@ -165,6 +165,6 @@ export function topologyDependencies(): JobDefinition {
 }
 
 /** Every job this build runs. A job of a later feature plugs in by adding its definition here. */
-export function coreJobs(config: Pick<Config, 'daemon' | 'jobs'>): JobDefinition[] {
+export function coreJobs(config: Pick<Config, 'jobs'>): JobDefinition[] {
   return [scanSchedule(), scanStall(config), inventorySnapshot(), topologyDependencies()];
 }

@@ -5,7 +5,6 @@ import type { DB } from '../db/schema.js';
 import { sessionPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import { takeScheduledSnapshot } from '../inventory/inventory.service.js';
-import { redactText } from '../logger.js';
 import { rebuildDependencies } from '../topology/dependencies.js';
 import * as status from './status.repo.js';
 
@@ -18,8 +17,7 @@ async function runNow<T>(db: Kysely<DB>, job: string, organisationId: string, wo
     await status.record(db, { job, organisationId, at, durationMs: Math.round(performance.now() - t0), outcome: 'ok', error: undefined, attempts: 1, detail: { ...detail(r), trigger: 'admin' } });
     return r;
   } catch (err) {
-    const error = redactText(String((err as Error)?.message ?? err));
-    await status.record(db, { job, organisationId, at, durationMs: Math.round(performance.now() - t0), outcome: 'failed', error, attempts: 1, detail: { trigger: 'admin' } }).catch(() => {});
+    await status.record(db, { job, organisationId, at, durationMs: Math.round(performance.now() - t0), outcome: 'failed', error: status.errorText(err), attempts: 1, detail: { trigger: 'admin' } }).catch(() => {});
     throw err;
   }
 }

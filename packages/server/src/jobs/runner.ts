@@ -4,7 +4,6 @@ import { ZodError } from 'zod';
 import type { Database } from '../db/database.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
-import { redactText } from '../logger.js';
 import * as status from './status.repo.js';
 
 /** What a job reports for one organisation it worked on. */
@@ -198,11 +197,11 @@ export class JobRunner {
         }
       }
       const durationMs = Math.round(performance.now() - t0);
-      const error = failed ? redactText(String((failure as Error)?.message ?? failure ?? 'failed without a reason')) : undefined;
+      const error = failed ? status.errorText(failure) : undefined;
       const outcome = failed ? 'failed' : 'ok';
       await status.record(database.db, { job: job.name, organisationId: null, at: started, durationMs, outcome, error, attempts, detail: result?.detail ?? {} });
       for (const [organisationId, o] of result?.organisations ?? []) {
-        await status.record(database.db, { job: job.name, organisationId, at: started, durationMs, outcome: o.ok ? 'ok' : 'failed', error: o.error ? redactText(o.error) : undefined, attempts, detail: o.detail ?? {} });
+        await status.record(database.db, { job: job.name, organisationId, at: started, durationMs, outcome: o.ok ? 'ok' : 'failed', error: o.error, attempts, detail: o.detail ?? {} });
       }
       if (outcome === 'failed') logger.error({ job: job.name, attempts, error }, 'job failed');
       else logger.debug({ job: job.name, durationMs, detail: result?.detail }, 'job ran');

@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
+import { redactText } from '../logger.js';
 
 export interface StatusEntry {
   job: string;
@@ -14,11 +15,16 @@ export interface StatusEntry {
   detail: Record<string, unknown>;
 }
 
-/** Records the last run of a job (as a whole, or for one organisation). */
+/** A failure as stored and shown: its message, with tokens and URL passwords masked. */
+export function errorText(err: unknown): string {
+  return redactText(String((err as Error | undefined)?.message ?? err ?? 'failed without a reason'));
+}
+
+/** Records the last run of a job (as a whole, or for one organisation); its error text is always redacted. */
 export async function record(db: Kysely<DB>, e: StatusEntry): Promise<void> {
   await sql`
     insert into job_status (job, organisation_id, last_run_at, duration_ms, outcome, error, attempts, detail, last_ok_at)
-    values (${e.job}, ${e.organisationId}::uuid, ${e.at}, ${e.durationMs}, ${e.outcome}, ${e.error ?? null}, ${e.attempts}, ${JSON.stringify(e.detail)}::jsonb,
+    values (${e.job}, ${e.organisationId}::uuid, ${e.at}, ${e.durationMs}, ${e.outcome}, ${e.error === undefined ? null : redactText(e.error)}, ${e.attempts}, ${JSON.stringify(e.detail)}::jsonb,
             ${e.outcome === 'ok' ? e.at : null}::timestamptz)
     on conflict (job, coalesce(organisation_id, '00000000-0000-0000-0000-000000000000'::uuid)) do update set
       last_run_at = excluded.last_run_at, duration_ms = excluded.duration_ms, outcome = excluded.outcome, error = excluded.error,
