@@ -8,3 +8,4 @@ export * from './inventory.js';
 export * from './daemon.js';
 export * from './topology.js';
 export * from './jobs.js';
+export * from './notifications.js';

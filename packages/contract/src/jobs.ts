@@ -4,7 +4,7 @@ import { Snapshot } from './inventory.js';
 
 // Scheduled jobs (spec 1.1) and the administrative endpoints that run some of them now (spec 4.6).
 
-export const jobNames = ['scan.schedule', 'scan.stall', 'inventory.snapshot', 'topology.dependencies'] as const;
+export const jobNames = ['scan.schedule', 'scan.stall', 'notify.deliver', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot'] as const;
 
 export const JobStatus = z.object({
   job: z.string(),

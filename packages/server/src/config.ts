@@ -41,6 +41,9 @@ export const ConfigSchema = z
     SERVICE_DAEMON_POLL_TIMEOUT_SECONDS: int(1, 60).default(30).describe('Long-poll wait handed to daemons at registration (at most 60).'),
     SERVICE_SCAN_STALL_SECONDS: int(60, 7 * 86400).default(900).describe('A running scan session that received no batch for this long is marked stalled (job scan.stall).'),
     SERVICE_JOBS_SHUTDOWN_SECONDS: int(1, 3600).default(30).describe('At shutdown, how long running job ticks may take to finish.'),
+    SERVICE_SSE_HEARTBEAT_SECONDS: int(1, 300).default(15).describe('Interval of the comment line on GET /api/sse that keeps idle connections open through proxies.'),
+    SERVICE_SSE_MAX_BUFFER_BYTES: int(4096, 64 * 1024 * 1024).default(1024 * 1024).describe('Unread bytes an SSE client may fall behind before it is sent `event: overflow` and closed (it reconnects and resumes).'),
+    SERVICE_NOTIFY_TIMEOUT_SECONDS: int(1, 120).default(10).describe('How long one alert delivery (webhook, Slack, SMTP) may take before the attempt counts as failed.'),
     SERVICE_TRUST_PROXY: z.string().default('false').describe('Fastify trustProxy: false, true, a hop count, or a comma-separated list of proxy addresses. Decides the client address used by rate limits.'),
   })
   .transform((e) => ({
@@ -66,6 +69,8 @@ export const ConfigSchema = z
     trustProxy: parseTrustProxy(e.SERVICE_TRUST_PROXY),
     daemon: { heartbeatSeconds: e.SERVICE_DAEMON_HEARTBEAT_SECONDS, pollTimeoutSeconds: e.SERVICE_DAEMON_POLL_TIMEOUT_SECONDS },
     jobs: { scanStallSeconds: e.SERVICE_SCAN_STALL_SECONDS, shutdownSeconds: e.SERVICE_JOBS_SHUTDOWN_SECONDS },
+    sse: { heartbeatMs: e.SERVICE_SSE_HEARTBEAT_SECONDS * 1000, maxBufferBytes: e.SERVICE_SSE_MAX_BUFFER_BYTES },
+    notify: { timeoutMs: e.SERVICE_NOTIFY_TIMEOUT_SECONDS * 1000 },
   }));
 
 export type Config = z.output<typeof ConfigSchema>;

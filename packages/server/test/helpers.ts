@@ -50,6 +50,8 @@ export interface TestApp {
   app: FastifyInstance;
   database: Database;
   config: Config;
+  /** The key the app seals stored secrets with (a job that opens them needs the same). */
+  secretKey: Buffer;
   /** Every log line the app wrote, as text. */
   logs: string[];
   close(): Promise<void>;
@@ -61,10 +63,12 @@ export async function buildTestApp(opts: { env?: Record<string, string>; testDb?
   const config = loadConfig({ SERVICE_LOG_LEVEL: 'info', SERVICE_BASE_URL: 'http://surveyor.test', ...opts.env });
   const logs: string[] = [];
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
-  const app = await buildApp({ config, database: testDb.database, logger, secretKey: randomBytes(32) });
+  const secretKey = randomBytes(32);
+  const app = await buildApp({ config, database: testDb.database, logger, secretKey });
   if (opts.ready !== false) await app.ready();
   return {
     app,
+    secretKey,
     database: testDb.database,
     config,
     logs,

@@ -15,7 +15,7 @@ import { TEST_DATABASE_URL, type TestDatabase, createTestDatabase } from './help
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const bin = path.join(root, 'packages/server/bin/surveyor.js');
-const JOBS = ['scan.schedule', 'scan.stall', 'inventory.snapshot', 'topology.dependencies'];
+const JOBS = ['scan.schedule', 'scan.stall', 'notify.deliver', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot'];
 
 /** Where a process under test keeps its database: a schema of the test PostgreSQL, or a fresh embedded data folder. */
 function databaseEnv(schema: string | undefined, dataDir: string): Record<string, string> {
@@ -37,7 +37,7 @@ describe('where the scheduler runs (spec 1.1 rule 2)', () => {
     await testDb?.drop();
   });
 
-  it('serve runs the four jobs by default, each ticking on its own shortly after start, and stops them on close', async () => {
+  it('serve runs the six jobs by default, each ticking on its own shortly after start, and stops them on close', async () => {
     const config = loadConfig({ ...databaseEnv(testDb?.schema, path.join(dataDir, 'a')), SERVICE_PORT: '0', SERVICE_LOG_LEVEL: 'silent' });
     const server = await startServer(config, createLogger('silent'), () => {});
     try {
@@ -78,7 +78,7 @@ describe('where the scheduler runs (spec 1.1 rule 2)', () => {
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const deadline = Date.now() + 20_000;
     while (!/worker running/.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(out).toMatch(/worker running scan\.schedule, scan\.stall, inventory\.snapshot, topology\.dependencies/);
+    expect(out).toMatch(/worker running scan\.schedule, scan\.stall, notify\.deliver, topology\.dependencies, notify\.certificates, inventory\.snapshot/);
     // Let every job tick once (1 s after start, staggered by 0.5 s), then stop.
     await new Promise((r) => setTimeout(r, 3_500));
     child.kill('SIGTERM');

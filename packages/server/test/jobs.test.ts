@@ -37,7 +37,7 @@ const ago = (at: Date, ms: number) => new Date(at.getTime() - ms);
 
 /** One tick of `job` through the runner, its clock fixed at `at`; the tick must run and succeed. */
 async function tick(t: TestApp, job: string, at: Date): Promise<JobResult> {
-  const runner = new JobRunner({ database: t.database, logger: createLogger('silent'), jobs: coreJobs(t.config), now: () => at });
+  const runner = new JobRunner({ database: t.database, logger: createLogger('silent'), jobs: coreJobs(t.config, t), now: () => at });
   const r = await runner.tick(job);
   expect(r, JSON.stringify(r)).toMatchObject({ job, ran: true, outcome: 'ok', attempts: 1 });
   expect(r.result).toBeDefined();
@@ -270,7 +270,7 @@ describe('job scan.schedule queues a scan for every network that is due (spec 1.
     const s = await scanningOrg(t);
     const networkId = await createNetwork(t, s, '10.90.0.0/24', { scanIntervalMinutes: 15 });
     const at = new Date();
-    const runner = () => new JobRunner({ database: t.database, logger: createLogger('silent'), jobs: coreJobs(t.config), now: () => at });
+    const runner = () => new JobRunner({ database: t.database, logger: createLogger('silent'), jobs: coreJobs(t.config, t), now: () => at });
     const results = await Promise.all([runner().tick('scan.schedule'), runner().tick('scan.schedule')]);
     for (const r of results) if (r.ran) expect(r.outcome).toBe('ok');
     expect(await sessionsOf(t, networkId)).toEqual([expect.objectContaining({ state: 'queued' })]);
@@ -311,7 +311,7 @@ describe('job scan.stall marks running sessions whose daemon stopped reporting s
     expect(result.detail?.sessions).toContain(sQuiet);
     expect(result.detail?.sessions).not.toContain(sBoundary);
     expect(result.detail?.sessions).not.toContain(sFresh);
-    expect(result.organisations?.get(quiet.org.organisationId)).toEqual({ ok: true, detail: { stalled: 1 } });
+    expect(result.organisations?.get(quiet.org.organisationId)).toEqual({ ok: true, detail: { stalled: 1, offline: 0 } });
     expect(result.organisations?.has(fresh.org.organisationId)).toBe(false);
   });
 
@@ -346,7 +346,7 @@ describe('job scan.stall marks running sessions whose daemon stopped reporting s
     expect(await stateOf(t, quietRunning)).toBe('stalled');
     expect(await stateOf(t, quietDispatched)).toBe('stalled');
     expect(await stateOf(t, freshRunning)).toBe('running');
-    expect(result.organisations?.get(s.org.organisationId)).toEqual({ ok: true, detail: { stalled: 2 } });
+    expect(result.organisations?.get(s.org.organisationId)).toEqual({ ok: true, detail: { stalled: 2, offline: 0 } });
   });
 
   it('never touches queued, completed, cancelled, failed or already stalled sessions, however quiet their daemon', async () => {
@@ -376,7 +376,8 @@ describe('job scan.stall marks running sessions whose daemon stopped reporting s
 
     const result = await tick(t, 'scan.stall', at);
     for (const [id, state] of Object.entries(expected)) expect(await stateOf(t, id), id).toBe(state);
-    expect(result.organisations?.has(s.org.organisationId)).toBe(false);
+    // The daemon quiet for 2 h is announced offline; no session of it is touched.
+    expect(result.organisations?.get(s.org.organisationId)).toEqual({ ok: true, detail: { stalled: 0, offline: 1 } });
     const touched = await sql<{ n: number }>`
       select count(*)::int as n from scan_sessions where organisation_id = ${s.org.organisationId} and updated_at <> ${old}`.execute(t.database.db);
     expect(touched.rows[0]!.n).toBe(0);
@@ -439,7 +440,7 @@ describe('job scan.stall marks running sessions whose daemon stopped reporting s
       const at = new Date();
       await setHeartbeat(web, s.daemon.id, ago(at, 100 * SECOND)); // one interval late at most: still reporting
       await setHeartbeat(web, other.daemon.id, ago(at, 361 * SECOND)); // more than 3 × 120 s
-      const worker = new JobRunner({ database: web.database, logger: createLogger('silent'), jobs: coreJobs(loadConfig({})), now: () => at });
+      const worker = new JobRunner({ database: web.database, logger: createLogger('silent'), jobs: coreJobs(loadConfig({}), web), now: () => at });
       expect(await worker.tick('scan.stall')).toMatchObject({ ran: true, outcome: 'ok' });
       expect(await stateOf(web, quiet)).toBe('stalled');
       expect(await stateOf(web, heard)).toBe('running');

@@ -61,18 +61,22 @@ export async function updateDaemon(db: Kysely<DB>, organisationId: string, id: s
     where organisation_id = ${organisationId} and id = ${id}`.execute(db);
 }
 
+/**
+ * Records a heartbeat. A daemon that was announced offline (`daemon.offline`) is back: the same
+ * statement clears its quiet episode and appends `daemon.online`.
+ */
 export async function recordHeartbeat(db: Kysely<DB>, organisationId: string, id: string, status: 'online' | 'degraded', loadedSignatures: Record<string, number>, intervalSeconds: number) {
-  await db
-    .updateTable('daemons')
-    .set({
-      status,
-      loaded_signatures: JSON.stringify(loadedSignatures),
-      heartbeat_interval_seconds: intervalSeconds,
-      last_heartbeat_at: sql`now()`,
-      last_seen_at: sql`now()`,
-      updated_at: sql`now()`,
-    })
-    .where('organisation_id', '=', organisationId)
-    .where('id', '=', id)
-    .execute();
+  await sql`
+    with prev as (
+      select id, name, offline_since, last_heartbeat_at from daemons where organisation_id = ${organisationId} and id = ${id} for update
+    ), updated as (
+      update daemons d set status = ${status}, loaded_signatures = ${JSON.stringify(loadedSignatures)}::jsonb, heartbeat_interval_seconds = ${intervalSeconds},
+        last_heartbeat_at = now(), last_seen_at = now(), updated_at = now(), offline_since = null
+      from prev where d.organisation_id = ${organisationId} and d.id = prev.id
+    )
+    insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
+    select ${organisationId}, 'daemon.online', 'info', 'daemon', prev.id::text,
+      jsonb_build_object('name', prev.name, 'status', ${status}::text, 'offlineSince', prev.offline_since, 'lastHeartbeatAt', prev.last_heartbeat_at,
+                         'quietSeconds', round(extract(epoch from now() - coalesce(prev.last_heartbeat_at, prev.offline_since))))
+    from prev where prev.offline_since is not null`.execute(db);
 }

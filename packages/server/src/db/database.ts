@@ -91,6 +91,7 @@ function openPostgres(url: string, opts: DatabaseOptions): Database {
   // flight still fail with the error, and the pool discards the broken client on release.
   pool.on('connect', (client) => client.on('error', (err) => opts.logger?.warn({ err }, 'database connection lost')));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const listener = sharedListener(url, opts);
   return {
     db,
     kind: 'postgres',
@@ -128,30 +129,97 @@ function openPostgres(url: string, opts: DatabaseOptions): Database {
         }
       };
     },
-    async listen(channel, onPayload) {
-      let client: pg.Client | null = null;
-      let stopped = false;
-      const connect = async (): Promise<void> => {
-        const c = new pg.Client({ connectionString: url, application_name: 'surveyor-listen', ...(opts.searchPath ? { options: `-c search_path=${opts.searchPath}` } : {}) });
-        c.on('notification', (n) => n.channel === channel && onPayload(n.payload ?? ''));
-        c.on('error', (err) => {
-          opts.logger?.warn({ err, channel }, 'listen connection lost; reconnecting');
-          c.end().catch(() => {});
-          if (!stopped) setTimeout(() => void connect().catch(() => {}), 1000).unref();
-        });
+    listen: listener.listen,
+    ping: (timeoutMs = 2000) => pingWith(db, timeoutMs),
+    close: async () => {
+      await listener.close();
+      await db.destroy();
+    },
+  };
+}
+
+/**
+ * LISTEN on PostgreSQL: one dedicated connection per process for every channel (it is not part
+ * of the pool), opened with the first subscription and closed with the last. A lost connection
+ * reconnects after 1 s, listens again, and delivers `*` to every subscriber: notifications sent
+ * meanwhile are lost, so each re-checks what it watches.
+ */
+function sharedListener(url: string, opts: DatabaseOptions) {
+  const handlers = new Map<string, Set<(payload: string) => void>>();
+  let client: pg.Client | null = null;
+  let connecting: Promise<pg.Client> | null = null;
+  let stopped = false;
+  const deliver = (channel: string, payload: string) => {
+    for (const h of handlers.get(channel) ?? []) h(payload);
+  };
+  const connect = (): Promise<pg.Client> => {
+    connecting ??= (async () => {
+      const c = new pg.Client({ connectionString: url, application_name: 'surveyor-listen', ...(opts.searchPath ? { options: `-c search_path=${opts.searchPath}` } : {}) });
+      c.on('notification', (n) => deliver(n.channel, n.payload ?? ''));
+      c.on('error', (err) => {
+        opts.logger?.warn({ err }, 'listen connection lost; reconnecting');
+        c.end().catch(() => {});
+        if (client === c) client = null;
+        connecting = null;
+        if (!stopped && handlers.size > 0) {
+          setTimeout(() => {
+            if (stopped || handlers.size === 0) return;
+            void connect().then(() => {
+              for (const channel of handlers.keys()) deliver(channel, '*');
+            }, () => {});
+          }, 1000).unref();
+        }
+      });
+      try {
         await c.connect();
-        await c.query(`listen ${pg.escapeIdentifier(channel)}`);
-        if (client) onPayload('*'); // a reconnect: notifications sent meanwhile are lost, so re-check everything
-        client = c;
-      };
-      await connect();
+        for (const channel of handlers.keys()) await c.query(`listen ${pg.escapeIdentifier(channel)}`);
+      } catch (e) {
+        connecting = null;
+        c.end().catch(() => {});
+        throw e;
+      }
+      client = c;
+      return c;
+    })();
+    return connecting;
+  };
+  return {
+    async listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
+      stopped = false;
+      const fresh = !handlers.has(channel);
+      const set = handlers.get(channel) ?? new Set();
+      set.add(onPayload);
+      handlers.set(channel, set);
+      try {
+        const c = client ?? (await connect());
+        if (fresh) await c.query(`listen ${pg.escapeIdentifier(channel)}`); // twice (a connection just opened listened already) is harmless
+      } catch (e) {
+        set.delete(onPayload);
+        if (set.size === 0) handlers.delete(channel);
+        throw e;
+      }
       return async () => {
-        stopped = true;
-        await client?.end().catch(() => {});
+        set.delete(onPayload);
+        if (set.size > 0 || handlers.get(channel) !== set) return;
+        handlers.delete(channel);
+        if (handlers.size === 0) {
+          const c = client;
+          client = null;
+          connecting = null;
+          await c?.end().catch(() => {});
+        } else {
+          await client?.query(`unlisten ${pg.escapeIdentifier(channel)}`).catch(() => {});
+        }
       };
     },
-    ping: (timeoutMs = 2000) => pingWith(db, timeoutMs),
-    close: () => db.destroy(),
+    async close() {
+      stopped = true;
+      handlers.clear();
+      const c = client;
+      client = null;
+      connecting = null;
+      await c?.end().catch(() => {});
+    },
   };
 }
 

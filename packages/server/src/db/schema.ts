@@ -260,6 +260,7 @@ export interface DaemonsTable {
   metadata: ColumnType<Record<string, unknown>, string, string>;
   boot_id: string | null;
   restart_count: Generated<number>;
+  offline_since: NullableTimestamp;
   site_id: string | null;
   site_set_in_ui: Generated<boolean>;
   status: Generated<string>;

@@ -17,7 +17,7 @@ export async function emitEvents(db: Kysely<DB>, organisationId: string, events:
   if (events.length === 0) return;
   await sql`
     insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
-    select ${organisationId}, k, s, t, i::uuid, d::jsonb
+    select ${organisationId}, k, s, t, i, d::jsonb
     from unnest(${events.map((e) => e.kind)}::text[], ${events.map((e) => e.severity)}::text[], ${events.map((e) => e.subjectType)}::text[],
                 ${events.map((e) => e.subjectId)}::text[], ${events.map((e) => JSON.stringify(e.data ?? {}))}::text[]) as v(k, s, t, i, d)`.execute(db);
 }
@@ -26,6 +26,7 @@ export async function emitEvents(db: Kysely<DB>, organisationId: string, events:
 export interface EventPayload {
   id: string;
   kind: string;
+  severity: EventSeverity;
   occurredAt: string;
   organisationId: string;
   subject: { type: string; id: string };
@@ -33,10 +34,10 @@ export interface EventPayload {
 }
 
 /** The organisation's events after `afterSeq`, oldest first, as payloads with their sequence. */
-export async function eventsSince(db: Kysely<DB>, organisationId: string, afterSeq = 0, limit = 500): Promise<(EventPayload & { seq: number; severity: EventSeverity })[]> {
+export async function eventsSince(db: Kysely<DB>, organisationId: string, afterSeq = 0, limit = 500, kind?: string): Promise<(EventPayload & { seq: number })[]> {
   const r = await sql<{ id: string; seq: number; kind: string; severity: EventSeverity; occurred_at: string; subject_type: string; subject_id: string; data: Record<string, unknown> }>`
     select id, seq, kind, severity, ${rfc3339('occurred_at')} as occurred_at, subject_type, subject_id, data
-    from events where organisation_id = ${organisationId} and seq > ${afterSeq} order by seq limit ${limit}`.execute(db);
+    from events where organisation_id = ${organisationId} and seq > ${afterSeq} ${kind ? sql`and kind = ${kind}` : sql``} order by seq limit ${limit}`.execute(db);
   return r.rows.map((e) => ({
     id: e.id, seq: Number(e.seq), severity: e.severity, kind: e.kind, occurredAt: e.occurred_at, organisationId,
     subject: { type: e.subject_type, id: e.subject_id }, data: e.data,

@@ -17,7 +17,10 @@ import { JobWaiters } from '../daemons/job-waiters.js';
 import { CursorCodec } from '../inventory/cursor.js';
 import { registerScanRoutes } from '../scans/scans.routes.js';
 import { registerJobRoutes } from '../jobs/jobs.routes.js';
+import { ChangeStreams } from '../events/sse.js';
+import { registerSseRoutes } from '../events/sse.routes.js';
 import { registerMetricsRoutes } from '../metrics/metrics.routes.js';
+import { registerNotificationRoutes } from '../notifications/notifications.routes.js';
 import { registerTopologyRoutes } from '../topology/topology.routes.js';
 import { registerInventoryRoutes } from '../inventory/inventory.routes.js';
 import { registerAuthHook } from './auth-hook.js';
@@ -48,6 +51,7 @@ function responseSerializer({ schema }: { schema: unknown }) {
 declare module 'fastify' {
   interface FastifyInstance {
     jobWaiters: JobWaiters;
+    changeStreams: ChangeStreams;
   }
 }
 
@@ -137,6 +141,11 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   app.decorate('jobWaiters', waiters); // long polls waiting in this process (for metrics and tests)
   app.addHook('preClose', async () => waiters.stop()); // wake long polls so close does not wait 60 s
   registerDaemonRoutes(app, { db: database.db, config, waiters });
+  registerNotificationRoutes(app, { db: database.db, secretKey, baseUrl: config.baseUrl, timeoutMs: config.notify.timeoutMs });
+  const streams = new ChangeStreams(database, logger.child({ component: 'sse' }), config.sse);
+  app.decorate('changeStreams', streams); // the live streams of this process (for tests and the benchmark)
+  app.addHook('preClose', async () => streams.stop()); // end the streams so close does not wait for them
+  registerSseRoutes(app, { streams });
 
   app.setErrorHandler(errorHandler(config.baseUrl));
   app.setNotFoundHandler(async (request, reply) => {

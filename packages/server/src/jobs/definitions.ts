@@ -3,6 +3,8 @@ import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { takeScheduledSnapshot } from '../inventory/inventory.service.js';
+import { announceExpiringCertificates } from '../notifications/certificates.js';
+import { notifyDeliver } from '../notifications/deliver.js';
 import { createScan } from '../scans/scans.service.js';
 import { rebuildDependencies } from '../topology/dependencies.js';
 import type { JobDefinition, JobResult, OrganisationOutcome } from './runner.js';
@@ -94,6 +96,7 @@ export function scanSchedule(): JobDefinition {
  * scan.stall (1 min, decisions.md): a session in a running state (`dispatched`, `running`) is
  * `stalled` when its daemon has not heartbeated for 3 × the heartbeat interval it was handed, or the session
  * received no batch for SERVICE_SCAN_STALL_SECONDS. A later batch moves it back to `running`.
+ * The same minute it announces daemons gone quiet (`daemon.offline`).
  */
 export function scanStall(config: Pick<Config, 'jobs'>): JobDefinition {
   return {
@@ -117,15 +120,44 @@ export function scanStall(config: Pick<Config, 'jobs'>): JobDefinition {
           select organisation_id, 'scan.stalled', 'warning', 'scan_session', id, jsonb_build_object('daemonId', daemon_id, 'networkId', network_id) from s
         )
         select organisation_id, id from s`.execute(db);
+      const offline = await markQuietDaemonsOffline(db, at);
       const organisations = new Map<string, OrganisationOutcome>();
-      for (const r of stalled.rows) {
-        const o = organisations.get(r.organisation_id) ?? { ok: true, detail: { stalled: 0 } };
-        (o.detail as { stalled: number }).stalled++;
-        organisations.set(r.organisation_id, o);
-      }
-      return { detail: { stalled: stalled.rows.length, sessions: stalled.rows.map((r) => r.id) }, organisations };
+      const count = (org: string, what: 'stalled' | 'offline') => {
+        const o = organisations.get(org) ?? { ok: true, detail: { stalled: 0, offline: 0 } };
+        (o.detail as Record<typeof what, number>)[what]++;
+        organisations.set(org, o);
+      };
+      for (const r of stalled.rows) count(r.organisation_id, 'stalled');
+      for (const r of offline) count(r.organisation_id, 'offline');
+      return { detail: { stalled: stalled.rows.length, sessions: stalled.rows.map((r) => r.id), offline: offline.length, daemons: offline.map((r) => r.id) }, organisations };
     },
   };
+}
+
+/** Quiet for more than this while `online` is a problem (spec 3.3, decisions.md). */
+export const DAEMON_QUIET_SECONDS = 300;
+
+/**
+ * daemon.offline (decisions.md): an `online` daemon quiet (no heartbeat) for more than 300 s
+ * starts a quiet episode, announced once; its next heartbeat ends it with `daemon.online`
+ * (daemons.repo recordHeartbeat). Checked every minute, by scan.stall.
+ */
+async function markQuietDaemonsOffline(db: Kysely<DB>, at: Date): Promise<{ organisation_id: string; id: string }[]> {
+  const r = await sql<{ organisation_id: string; id: string }>`
+    with quiet as (
+      update daemons set offline_since = ${at}
+      where status = 'online' and offline_since is null
+        and coalesce(last_heartbeat_at, registered_at) < ${at}::timestamptz - make_interval(secs => ${DAEMON_QUIET_SECONDS})
+      returning organisation_id, id, name, last_heartbeat_at, site_id
+    ), announced as (
+      insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
+      select organisation_id, 'daemon.offline', 'critical', 'daemon', id::text,
+        jsonb_build_object('name', name, 'siteId', site_id, 'lastHeartbeatAt', last_heartbeat_at,
+                           'quietSeconds', round(extract(epoch from ${at}::timestamptz - last_heartbeat_at)))
+      from quiet
+    )
+    select organisation_id, id from quiet order by organisation_id, id`.execute(db);
+  return r.rows;
 }
 
 /** inventory.snapshot (1 h): today's scheduled snapshot of every organisation, if not taken yet. */
@@ -164,7 +196,32 @@ export function topologyDependencies(): JobDefinition {
   };
 }
 
+/** notify.certificates (1 h): `tls.expiring` for every organisation's certificates that crossed a threshold. */
+export function notifyCertificates(): JobDefinition {
+  return {
+    name: 'notify.certificates',
+    intervalMs: HOUR,
+    async run({ db, now }) {
+      const at = now();
+      let announced = 0;
+      const result = await perOrganisation(await organisations(db), async (org) => {
+        const r = await announceExpiringCertificates(db, org, at);
+        announced += r.announced;
+        return r;
+      });
+      return { ...result, detail: { ...result.detail, announced } };
+    },
+  };
+}
+
 /** Every job this build runs. A job of a later feature plugs in by adding its definition here. */
-export function coreJobs(config: Pick<Config, 'jobs'>): JobDefinition[] {
-  return [scanSchedule(), scanStall(config), inventorySnapshot(), topologyDependencies()];
+export function coreJobs(config: Pick<Config, 'jobs' | 'baseUrl' | 'notify'>, deps: { secretKey: Buffer }): JobDefinition[] {
+  return [
+    scanSchedule(),
+    scanStall(config),
+    notifyDeliver({ secretKey: deps.secretKey, send: { baseUrl: config.baseUrl, timeoutMs: config.notify.timeoutMs } }),
+    topologyDependencies(),
+    notifyCertificates(),
+    inventorySnapshot(),
+  ];
 }

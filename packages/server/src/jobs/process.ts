@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { type Database, openDatabase } from '../db/database.js';
+import { resolveSecretKey } from '../crypto/secrets.js';
 import { coreJobs } from './definitions.js';
 import { JobRunner } from './runner.js';
 
@@ -19,7 +20,7 @@ export interface RunningJobs {
 export async function startJobs(config: Config, logger: Logger, embedded?: Database, opts: { start?: boolean } = {}): Promise<RunningJobs> {
   const database = config.databaseUrl ? await openDatabase({ url: config.databaseUrl, poolMax: config.dbPoolMax, logger }) : embedded;
   if (!database) throw new Error('the embedded database is opened by the process that runs the jobs');
-  const runner = new JobRunner({ database, logger: logger.child({ component: 'jobs' }), jobs: coreJobs(config) });
+  const runner = new JobRunner({ database, logger: logger.child({ component: 'jobs' }), jobs: coreJobs(config, { secretKey: resolveSecretKey(config) }) });
   if (opts.start !== false) runner.start();
   return {
     runner,

@@ -199,10 +199,14 @@ export class JobRunner {
       const durationMs = Math.round(performance.now() - t0);
       const error = failed ? status.errorText(failure) : undefined;
       const outcome = failed ? 'failed' : 'ok';
+      const before = await status.outcomes(database.db, job.name);
       await status.record(database.db, { job: job.name, organisationId: null, at: started, durationMs, outcome, error, attempts, detail: result?.detail ?? {} });
       for (const [organisationId, o] of result?.organisations ?? []) {
         await status.record(database.db, { job: job.name, organisationId, at: started, durationMs, outcome: o.ok ? 'ok' : 'failed', error: o.error, attempts, detail: o.detail ?? {} });
       }
+      await status
+        .announceFailures(database.db, job.name, before, { failed, error, attempts, organisations: result?.organisations })
+        .catch((err) => logger.warn({ err, job: job.name }, 'could not record job.failed events'));
       if (outcome === 'failed') logger.error({ job: job.name, attempts, error }, 'job failed');
       else logger.debug({ job: job.name, durationMs, detail: result?.detail }, 'job ran');
       return { job: job.name, ran: true, outcome, attempts, durationMs, ...(error ? { error } : {}), ...(result ? { result } : {}) };

@@ -55,3 +55,34 @@ export async function list(db: Kysely<DB>, organisations: string | 'all' | null)
     order by job, organisation_id nulls first`.execute(db);
   return r.rows;
 }
+
+/** The last outcome of a job, as a whole (key `null`) and per organisation. */
+export async function outcomes(db: Kysely<DB>, job: string): Promise<Map<string | null, 'ok' | 'failed'>> {
+  const r = await sql<{ organisation_id: string | null; outcome: 'ok' | 'failed' }>`select organisation_id, outcome from job_status where job = ${job}`.execute(db);
+  return new Map(r.rows.map((x) => [x.organisation_id, x.outcome]));
+}
+
+/**
+ * `job.failed` (decisions.md), once per failure episode: when a run fails after one that did not.
+ * A job failing as a whole (nothing done for anyone) is announced to every organisation; one
+ * organisation's part failing, to that organisation.
+ */
+export async function announceFailures(
+  db: Kysely<DB>,
+  job: string,
+  before: Map<string | null, 'ok' | 'failed'>,
+  run: { failed: boolean; error: string | undefined; attempts: number; organisations?: Map<string, { ok: boolean; error?: string }> | undefined },
+): Promise<void> {
+  const targets: { organisationId: string | null; error: string | undefined }[] = [];
+  if (run.failed && before.get(null) !== 'failed') targets.push({ organisationId: null, error: run.error });
+  for (const [organisationId, o] of run.organisations ?? []) {
+    if (!o.ok && before.get(organisationId) !== 'failed') targets.push({ organisationId, error: o.error });
+  }
+  for (const t of targets) {
+    const data = JSON.stringify({ job, scope: t.organisationId ? 'organisation' : 'job', attempts: run.attempts, error: t.error === undefined ? null : redactText(t.error) });
+    await sql`
+      insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
+      select id, 'job.failed', 'critical', 'job', ${job}, ${data}::jsonb from organisations
+      where ${t.organisationId === null ? sql`true` : sql`id = ${t.organisationId}`}`.execute(db);
+  }
+}

@@ -1,0 +1,147 @@
+import { z } from 'zod';
+import { Timestamp, Uuid } from './common.js';
+
+// Events, notification destinations and deliveries (spec 6, decisions.md "Events and alerts").
+
+/** Every event kind the service emits (decisions.md). */
+export const eventKinds = [
+  'tls.expiring',
+  'daemon.offline',
+  'daemon.online',
+  'scan.completed',
+  'scan.failed',
+  'scan.stalled',
+  'vulnerability.opened',
+  'job.failed',
+  'host.discovered',
+] as const;
+export const EventKind = z.enum(eventKinds);
+
+/** What a new destination receives when `events` is not given: problems and their recoveries, not routine news. */
+export const defaultDestinationEvents = ['tls.expiring', 'daemon.offline', 'daemon.online', 'scan.failed', 'scan.stalled', 'vulnerability.opened', 'job.failed'] as const;
+
+export const EventSeverity = z.enum(['info', 'warning', 'critical']);
+
+/** decisions.md: `{ id, kind, occurredAt, organisationId, subject: { type, id }, data }`; what a webhook receives. */
+export const EventPayload = z.object({
+  id: Uuid,
+  kind: z.string(),
+  severity: EventSeverity,
+  occurredAt: Timestamp,
+  organisationId: Uuid,
+  subject: z.object({ type: z.string(), id: z.string() }),
+  data: z.record(z.string(), z.unknown()),
+});
+
+export const EventList = z.object({
+  data: z.array(EventPayload.extend({ seq: z.number().int().describe('Monotonic per deployment; `after` of the next page.') })),
+  nextAfter: z.number().int().nullable(),
+});
+
+export const EventListQuery = z.object({
+  after: z.coerce.number().int().min(0).default(0).describe('Events with a larger `seq`.'),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  kind: EventKind.optional(),
+});
+
+const Name = z.string().trim().min(1).max(200);
+const HttpUrl = z
+  .url({ protocol: /^https?$/ })
+  .max(2000)
+  .describe('http or https URL.');
+
+export const WebhookConfig = z.object({
+  url: HttpUrl,
+  secret: z
+    .string()
+    .min(16)
+    .max(200)
+    .optional()
+    .describe('HMAC-SHA256 key of the `X-Signature` header. Generated (and returned once) when absent on create; kept when absent on update.'),
+});
+export const SlackConfig = z.object({ url: HttpUrl.describe('The Slack (or compatible) incoming-webhook URL. It is a secret: stored encrypted, shown redacted.') });
+export const EmailConfig = z.object({
+  host: z.string().trim().min(1).max(255),
+  port: z.number().int().min(1).max(65535).default(587),
+  secure: z.boolean().default(false).describe('TLS from the first byte (port 465). False: STARTTLS when the server offers it.'),
+  requireTls: z.boolean().default(false).describe('Refuse to send unless STARTTLS succeeds.'),
+  username: z.string().max(320).optional(),
+  password: z.string().max(1000).optional().describe('Stored encrypted, never shown. Kept when absent on update.'),
+  from: z.email(),
+  to: z.array(z.email()).min(1).max(50),
+});
+
+const RoutingFields = {
+  events: z
+    .array(EventKind)
+    .min(1)
+    .max(eventKinds.length)
+    .describe(`Event kinds this destination receives. Default: ${defaultDestinationEvents.join(', ')}.`)
+    .optional(),
+  minSeverity: EventSeverity.optional().describe('Events below this severity are not sent. Default info.'),
+  enabled: z.boolean().optional(),
+};
+
+export const CreateDestinationRequest = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('webhook'), name: Name, config: WebhookConfig, ...RoutingFields }),
+  z.strictObject({ kind: z.literal('slack'), name: Name, config: SlackConfig, ...RoutingFields }),
+  z.strictObject({ kind: z.literal('email'), name: Name, config: EmailConfig, ...RoutingFields }),
+]);
+
+export const UpdateDestinationRequest = z.strictObject({
+  name: Name.optional(),
+  config: z.record(z.string(), z.unknown()).optional().describe('The whole configuration of the destination\'s kind (as on create); secrets left out are kept.'),
+  ...RoutingFields,
+});
+
+export const DestinationKind = z.enum(['webhook', 'slack', 'email']);
+
+export const Destination = z.object({
+  id: Uuid,
+  name: z.string(),
+  kind: DestinationKind,
+  enabled: z.boolean(),
+  events: z.array(z.string()),
+  minSeverity: EventSeverity,
+  target: z.string().describe('Where it sends, redacted: the webhook URL without query or credentials, the Slack host, the SMTP server and recipients.'),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const DestinationCreated = Destination.extend({
+  signingSecret: z.string().optional().describe('The webhook signing secret, when the service generated it: shown this once.'),
+});
+
+export const DestinationList = z.object({ data: z.array(Destination) });
+
+export const DestinationTestResult = z.object({
+  ok: z.boolean(),
+  statusCode: z.number().int().nullable().describe('HTTP status, or SMTP reply code.'),
+  error: z.string().nullable(),
+  durationMs: z.number().int(),
+});
+
+export const DeliveryState = z.enum(['pending', 'delivered', 'dead']);
+
+export const Delivery = z.object({
+  id: Uuid,
+  eventId: Uuid,
+  eventKind: z.string(),
+  destinationId: Uuid,
+  state: DeliveryState,
+  attempts: z.number().int(),
+  nextAttemptAt: Timestamp.nullable().describe('When the next attempt is due; null once delivered or dead.'),
+  lastStatus: z.number().int().nullable(),
+  lastError: z.string().nullable(),
+  createdAt: Timestamp,
+  deliveredAt: Timestamp.nullable(),
+  attemptLog: z.array(z.object({ attempt: z.number().int(), at: Timestamp, durationMs: z.number().int(), statusCode: z.number().int().nullable(), error: z.string().nullable() })),
+});
+
+export const DeliveryListQuery = z.object({
+  state: DeliveryState.optional(),
+  destinationId: Uuid.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+
+export const DeliveryList = z.object({ data: z.array(Delivery) });

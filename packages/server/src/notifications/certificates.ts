@@ -1,0 +1,42 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+
+/** decisions.md: days before `notAfter` at which `tls.expiring` is emitted; 0 is "expired". */
+export const EXPIRY_THRESHOLDS_DAYS = [30, 14, 7, 1, 0] as const;
+
+/**
+ * Emits `tls.expiring` for the organisation's certificates that crossed a threshold not yet
+ * announced, once per certificate and threshold. A certificate first seen past several thresholds
+ * (e.g. 5 days left) is announced once, at the smallest one crossed (7), and the larger ones count
+ * as announced: one alert, not three. Only certificates still in service are considered: one
+ * replaced by a later certificate on the same host and port is not announced.
+ * Severity: 30 and 14 days info, 7 and 1 warning, expired critical.
+ */
+export async function announceExpiringCertificates(db: Kysely<DB>, organisationId: string, at: Date): Promise<{ announced: number }> {
+  const r = await sql<{ n: number }>`
+    with candidates as (
+      select c.id, c.host_id, c.address, c.port, c.subject, c.issuer, c.not_after, c.sha256, c.expiry_notified_days,
+             (select min(t) from unnest(${[...EXPIRY_THRESHOLDS_DAYS]}::int[]) t where c.not_after <= ${at}::timestamptz + make_interval(days => t)) as threshold
+      from certificates c
+      where c.organisation_id = ${organisationId} and c.not_after <= ${at}::timestamptz + make_interval(days => ${EXPIRY_THRESHOLDS_DAYS[0]})
+        and (c.expiry_notified_days is null or c.expiry_notified_days > 0)
+        and not exists (select 1 from certificates n
+                        where n.organisation_id = c.organisation_id and n.host_id = c.host_id and coalesce(n.port, -1) = coalesce(c.port, -1)
+                          and n.last_seen_at > c.last_seen_at)
+    ), due as (
+      select * from candidates where expiry_notified_days is null or threshold < expiry_notified_days
+    ), marked as (
+      update certificates c set expiry_notified_days = due.threshold
+      from due where c.organisation_id = ${organisationId} and c.id = due.id
+    ), announced as (
+      insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
+      select ${organisationId}, 'tls.expiring', case when threshold = 0 then 'critical' when threshold <= 7 then 'warning' else 'info' end,
+             'certificate', id::text,
+             jsonb_build_object('thresholdDays', threshold, 'expired', threshold = 0, 'notAfter', not_after,
+                                'daysLeft', floor(extract(epoch from not_after - ${at}::timestamptz) / 86400),
+                                'subject', subject, 'issuer', issuer, 'sha256', sha256, 'hostId', host_id, 'address', host(address), 'port', port)
+      from due
+    )
+    select count(*)::int as n from due`.execute(db);
+  return { announced: r.rows[0]?.n ?? 0 };
+}

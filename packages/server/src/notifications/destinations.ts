@@ -1,0 +1,137 @@
+import { randomBytes } from 'node:crypto';
+import {
+  type CreateDestinationRequest,
+  defaultDestinationEvents,
+  EmailConfig,
+  SlackConfig,
+  type UpdateDestinationRequest,
+  WebhookConfig,
+} from '@surveyor/contract';
+import { type Kysely, sql } from 'kysely';
+import { z } from 'zod';
+import type { DB } from '../db/schema.js';
+import { rfc3339 } from '../db/sql.js';
+import { decryptSecret, encryptSecret } from '../crypto/secrets.js';
+import { AppError } from '../errors.js';
+
+export type DestinationKind = 'webhook' | 'slack' | 'email';
+export type WebhookSettings = z.output<typeof WebhookConfig> & { secret: string };
+export type SlackSettings = z.output<typeof SlackConfig>;
+export type EmailSettings = z.output<typeof EmailConfig>;
+export type DestinationConfig =
+  | { kind: 'webhook'; config: WebhookSettings }
+  | { kind: 'slack'; config: SlackSettings }
+  | { kind: 'email'; config: EmailSettings };
+
+const configSchemas = { webhook: WebhookConfig, slack: SlackConfig, email: EmailConfig } as const;
+
+interface Row {
+  id: string;
+  name: string;
+  kind: DestinationKind;
+  enabled: boolean;
+  event_kinds: string[];
+  min_severity: 'info' | 'warning' | 'critical';
+  target: string;
+  config_sealed: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The destination as the admin API shows it: never a secret. */
+function view(r: Row) {
+  return { id: r.id, name: r.name, kind: r.kind, enabled: r.enabled, events: r.event_kinds, minSeverity: r.min_severity, target: r.target, createdAt: r.created_at, updatedAt: r.updated_at };
+}
+
+/** The sealed settings are bound to their row (organisation and id): a copied value does not open elsewhere. */
+const context = (organisationId: string, id: string) => `notification_destination:${organisationId}:${id}`;
+
+/** Where a destination sends, with what could be a credential left out (query strings, user info, Slack paths). */
+export function targetOf(d: DestinationConfig): string {
+  if (d.kind === 'email') return `smtp://${d.config.host}:${d.config.port} → ${d.config.to.join(', ')}`;
+  const u = new URL(d.config.url);
+  if (d.kind === 'slack') return `${u.protocol}//${u.host}/…`;
+  return `${u.protocol}//${u.host}${u.pathname}${u.search ? '?…' : ''}`;
+}
+
+const columns = sql`id, name, kind, enabled, event_kinds, min_severity, target, config_sealed, ${rfc3339('created_at')} as created_at, ${rfc3339('updated_at')} as updated_at`;
+
+async function find(db: Kysely<DB>, organisationId: string, id: string): Promise<Row> {
+  const r = await sql<Row>`select ${columns} from notification_destinations where organisation_id = ${organisationId} and id = ${id}`.execute(db);
+  if (!r.rows[0]) throw new AppError('not_found', 'No such notification destination.');
+  return r.rows[0];
+}
+
+/** The settings of a destination, decrypted: only for sending. */
+export function openConfig(key: Buffer, organisationId: string, row: { id: string; kind: DestinationKind; config_sealed: string }): DestinationConfig {
+  return { kind: row.kind, config: JSON.parse(decryptSecret(key, row.config_sealed, context(organisationId, row.id))) } as DestinationConfig;
+}
+
+export async function listDestinations(db: Kysely<DB>, organisationId: string) {
+  const r = await sql<Row>`select ${columns} from notification_destinations where organisation_id = ${organisationId} order by lower(name)`.execute(db);
+  return r.rows.map(view);
+}
+
+export async function getDestination(db: Kysely<DB>, key: Buffer, organisationId: string, id: string) {
+  const row = await find(db, organisationId, id);
+  return { ...view(row), settings: openConfig(key, organisationId, row) };
+}
+
+function duplicateName(e: unknown): never {
+  if ((e as { code?: string }).code === '23505') throw new AppError('duplicate', 'A notification destination with this name already exists.');
+  throw e;
+}
+
+export async function createDestination(db: Kysely<DB>, key: Buffer, organisationId: string, input: z.output<typeof CreateDestinationRequest>) {
+  let generated: string | undefined;
+  const settings = { kind: input.kind, config: { ...input.config } } as DestinationConfig;
+  if (settings.kind === 'webhook' && !settings.config.secret) settings.config.secret = generated = randomBytes(32).toString('base64url');
+  const id = (await sql<{ id: string }>`select gen_random_uuid() as id`.execute(db)).rows[0]!.id;
+  const row = await sql<Row>`
+    insert into notification_destinations (organisation_id, id, name, kind, enabled, event_kinds, min_severity, target, config_sealed)
+    values (${organisationId}, ${id}, ${input.name}, ${input.kind}, ${input.enabled ?? true}, ${input.events ?? [...defaultDestinationEvents]}::text[],
+            ${input.minSeverity ?? 'info'}, ${targetOf(settings)}, ${encryptSecret(key, JSON.stringify(settings.config), context(organisationId, id))})
+    returning ${columns}`
+    .execute(db)
+    .catch(duplicateName);
+  return { ...view(row.rows[0]!), ...(generated ? { signingSecret: generated } : {}) };
+}
+
+/**
+ * Changes a destination. `config` replaces the settings of its kind, validated as on create;
+ * a secret it leaves out (webhook secret, SMTP password) keeps its stored value.
+ */
+export async function updateDestination(db: Kysely<DB>, key: Buffer, organisationId: string, id: string, input: z.output<typeof UpdateDestinationRequest>) {
+  return db.transaction().execute(async (trx) => {
+    const row = await find(trx, organisationId, id);
+    let sealed = row.config_sealed;
+    let target = row.target;
+    if (input.config) {
+      const parsed = configSchemas[row.kind].safeParse(input.config);
+      if (!parsed.success) {
+        throw new AppError('validation_failed', `config is not a valid ${row.kind} configuration.`, {
+          issues: parsed.error.issues.map((i) => ({ path: ['body', 'config', ...i.path].join('.'), message: i.message })),
+        });
+      }
+      const old = openConfig(key, organisationId, row).config as Record<string, unknown>;
+      const next = { ...parsed.data } as Record<string, unknown>;
+      for (const secret of ['secret', 'password']) if (next[secret] === undefined && old[secret] !== undefined) next[secret] = old[secret];
+      sealed = encryptSecret(key, JSON.stringify(next), context(organisationId, id));
+      target = targetOf({ kind: row.kind, config: next } as DestinationConfig);
+    }
+    const r = await sql<Row>`
+      update notification_destinations set
+        name = ${input.name ?? row.name}, enabled = ${input.enabled ?? row.enabled}, event_kinds = ${input.events ?? row.event_kinds}::text[],
+        min_severity = ${input.minSeverity ?? row.min_severity}, target = ${target}, config_sealed = ${sealed}, updated_at = now()
+      where organisation_id = ${organisationId} and id = ${id}
+      returning ${columns}`
+      .execute(trx)
+      .catch(duplicateName);
+    return view(r.rows[0]!);
+  });
+}
+
+export async function deleteDestination(db: Kysely<DB>, organisationId: string, id: string): Promise<void> {
+  const r = await sql`delete from notification_destinations where organisation_id = ${organisationId} and id = ${id}`.execute(db);
+  if (Number(r.numAffectedRows ?? 0) === 0) throw new AppError('not_found', 'No such notification destination.');
+}
