@@ -15,6 +15,7 @@ function resumeFrom(header: string | string[] | undefined, query: number | undef
 export function registerSseRoutes(app: FastifyInstance, deps: { streams: ChangeStreams }): void {
   addRoute(app, routes.sse, async (request, reply) => {
     const { organisationId } = sessionPrincipal(request);
+    await deps.streams.start();
     reply.hijack();
     reply.raw.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',

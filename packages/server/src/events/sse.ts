@@ -96,8 +96,12 @@ export class ChangeStreams {
     return n;
   }
 
-  /** Subscribes on first use: a process nobody streams from holds no listening connection for it. */
-  private ensureStarted(): Promise<void> {
+  /**
+   * Subscribes on first use: a process nobody streams from does not listen to the change log.
+   * Called before a stream is answered, so a database that cannot be reached gives a problem
+   * response rather than a stream that never sends anything.
+   */
+  start(): Promise<void> {
     this.starting ??= (async () => {
       this.unsubscribe = await this.database.listen(CHANGES_CHANNEL, (payload) => this.notified(payload));
       this.heartbeat = setInterval(() => this.beat(), this.options.heartbeatMs);
@@ -201,7 +205,7 @@ export class ChangeStreams {
       res.end('event: closing\ndata: {}\n\n');
       return;
     }
-    await this.ensureStarted();
+    await this.start();
     const s: Stream = { organisationId, res, held: lastEventId === null ? null : [], closed: false };
     const set = this.byOrg.get(organisationId) ?? new Set();
     set.add(s);
