@@ -768,6 +768,31 @@ describe('job topology.dependencies rebuilds the application topology from the f
     expect(again).toEqual({ accepted: 2, dedupHits: 2 });
     expect(topologyOf(await applicationTopologies(), dc1).status).toBe('ready');
   });
+
+  it('prunes flows older than 30 days (decisions.md): drops each daily partition that ended more than 30 days ago, and forgets batch digests as old', async () => {
+    const partitions = async () =>
+      (await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'flows'::regclass order by 1`.execute(t.database.db)).rows.map((r) => r.name);
+    const dayName = (msAgo: number) => `flows_${bucket(msAgo).slice(0, 10).replace(/-/g, '')}`;
+    await postFlows([flow({ bucketStart: bucket(32 * DAY), bytes: 11 }), flow({ bucketStart: bucket(29 * DAY), bytes: 22 })]);
+    await postFlows([flow({ bucketStart: bucket(2 * HOUR), dstPort: 9999, bytes: 33 })]);
+    // One batch digest received 31 days ago, the others now.
+    await sql`update flow_batches set received_at = ${ago(now, 31 * DAY)} where organisation_id = ${org.organisationId}
+              and received_at = (select min(received_at) from flow_batches where organisation_id = ${org.organisationId})`.execute(t.database.db);
+    const batchesBefore = (await sql<{ n: number }>`select count(*)::int as n from flow_batches`.execute(t.database.db)).rows[0]!.n;
+    expect(await partitions()).toContain(dayName(32 * DAY));
+
+    const result = await tick(t, 'topology.dependencies', now);
+    expect(result.detail).toMatchObject({ prunedPartitions: [dayName(32 * DAY)], prunedBatches: 1 });
+    const left = await partitions();
+    expect(left).not.toContain(dayName(32 * DAY));
+    expect(left).toContain(dayName(29 * DAY));
+    const bytes = (await sql<{ b: number }>`select bytes::int as b from flows where organisation_id = ${org.organisationId} and bytes in (11, 22) order by 1`.execute(t.database.db)).rows.map((r) => r.b);
+    expect(bytes).toEqual([22]);
+    expect((await sql<{ n: number }>`select count(*)::int as n from flow_batches`.execute(t.database.db)).rows[0]!.n).toBe(batchesBefore - 1);
+    // Nothing more to prune on the next run; the edges of the last 24 hours are untouched.
+    expect((await tick(t, 'topology.dependencies', now)).detail).toMatchObject({ prunedPartitions: [], prunedBatches: 0 });
+    expect((await edges()).map((e) => e.bytes)).toEqual([3300, 50]);
+  });
 });
 
 // =============================================================================================

@@ -25,6 +25,36 @@ async function ensurePartitions(db: Kysely<DB>, days: number[]) {
   }
 }
 
+/** decisions.md: flow records older than 30 days (the largest topology window) are pruned. */
+export const FLOW_RETENTION_DAYS = 30;
+
+/**
+ * Prunes flows past the retention: drops each daily partition whose day ended more than 30 days
+ * before `at` (a DROP, not a DELETE: no dead rows, no vacuum), and forgets batch digests as old
+ * (a retry that late is not one). A partition is dropped under the creators' lock and with a
+ * short lock timeout: when readers hold it, it waits for the next run.
+ */
+export async function pruneFlows(db: Kysely<DB>, at: Date): Promise<{ partitions: string[]; batches: number }> {
+  const cutoff = new Date(at.getTime() - FLOW_RETENTION_DAYS * DAY);
+  const children = await sql<{ name: string }>`
+    select c.relname as name from pg_inherits i
+    join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent
+    where p.oid = 'flows'::regclass order by c.relname`.execute(db);
+  const dropped: string[] = [];
+  for (const { name } of children.rows) {
+    const m = /^flows_(\d{4})(\d{2})(\d{2})$/.exec(name);
+    if (!m || Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])) + DAY > cutoff.getTime()) continue;
+    await db.transaction().execute(async (trx) => {
+      await sql`set local lock_timeout = '5s'`.execute(trx);
+      await sql`select pg_advisory_xact_lock(hashtext('surveyor.flows.partition'))`.execute(trx);
+      await sql.raw(`drop table if exists ${name}`).execute(trx);
+    });
+    dropped.push(name);
+  }
+  const batches = await sql`delete from flow_batches where received_at < ${cutoff}`.execute(db);
+  return { partitions: dropped, batches: Number(batches.numAffectedRows ?? 0) };
+}
+
 /** `dropped` accumulates on the daemon (spec 4.4). */
 function addDropped(db: Kysely<DB>, organisationId: string, daemonId: string, n: number) {
   return sql`update daemons set flows_dropped = flows_dropped + ${n}, last_seen_at = now() where organisation_id = ${organisationId} and id = ${daemonId}`.execute(db);

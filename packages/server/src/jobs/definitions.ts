@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { takeScheduledSnapshot } from '../inventory/inventory.service.js';
+import { pruneFlows } from '../ingest/flows.js';
 import { announceExpiringCertificates } from '../notifications/certificates.js';
 import { notifyDeliver } from '../notifications/deliver.js';
 import { createScan } from '../scans/scans.service.js';
@@ -178,7 +179,10 @@ export function inventorySnapshot(): JobDefinition {
   };
 }
 
-/** topology.dependencies (1 h): every organisation's application topology rebuilt from recent flows. */
+/**
+ * topology.dependencies (1 h): every organisation's application topology rebuilt from recent flows;
+ * then flows past the 30-day retention are pruned (decisions.md).
+ */
 export function topologyDependencies(): JobDefinition {
   return {
     name: 'topology.dependencies',
@@ -191,7 +195,8 @@ export function topologyDependencies(): JobDefinition {
         edges += r.edges;
         return { edges: r.edges, topologies: r.topologies.length };
       });
-      return { ...result, detail: { ...result.detail, edges } };
+      const pruned = await pruneFlows(db, at);
+      return { ...result, detail: { ...result.detail, edges, prunedPartitions: pruned.partitions, prunedBatches: pruned.batches } };
     },
   };
 }
