@@ -1082,3 +1082,39 @@ describe('replayed, reordered, split and duplicated deliveries converge (propert
     expect(run).toBeGreaterThanOrEqual(15);
   });
 });
+
+describe('text with the NUL character, which PostgreSQL cannot store (issue 4; spec 7)', () => {
+  let t: TestApp;
+  let s: Scanning;
+  let sessionId: string;
+  beforeAll(async () => {
+    t = await buildTestApp({ env: ENV });
+    s = await scanningOrg(t);
+    sessionId = await startSession(t, s, await createNetwork(t, s, '10.0.0.0/24'));
+  });
+  afterAll(() => t.close());
+
+  it('refuses an observation batch holding one with 400 validation_failed naming the field, and stores nothing of the batch', async () => {
+    const res = await observe(t, s.daemon, { sessionId, hosts: [{ fingerprint: 'fp-ok', hostname: 'fine' }, { fingerprint: 'fp-nul', hostname: 'a\u0000b' }] });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'validation_failed', issues: [{ path: 'body.hosts.1.hostname', message: expect.stringContaining('NUL') }] });
+    const hosts = await sql<{ n: number }>`select count(*)::int as n from hosts where organisation_id = ${s.org.organisationId}`.execute(t.database.db);
+    expect(hosts.rows[0]!.n).toBe(0);
+    // The same batch without it is taken.
+    expect(await ingest(t, s.daemon, { sessionId, hosts: [{ fingerprint: 'fp-ok', hostname: 'fine' }, { fingerprint: 'fp-nul', hostname: 'ab' }] })).toEqual({ accepted: 2, dedupHits: 0 });
+  });
+
+  it('does not mistake an escaped backslash before "u0000" for a NUL', async () => {
+    const res = await observe(t, s.daemon, { sessionId, hosts: [{ fingerprint: 'fp-bs', hostname: 'x\\u0000y' }] });
+    expect(res.statusCode, res.body).toBe(200);
+  });
+
+  it('refuses one in a query parameter or another route\'s body the same way', async () => {
+    const q = await t.app.inject({ method: 'GET', url: '/api/v1/hosts?search=ab%00cd', headers: bearer(s.api) });
+    expect(q.statusCode, q.body).toBe(400);
+    expect(q.json()).toMatchObject({ code: 'validation_failed', issues: [{ path: 'query.search' }] });
+    const n = await t.app.inject({ method: 'POST', url: '/api/v1/networks', headers: bearer(s.api), payload: { name: 'n\u0000', cidr: '10.20.0.0/24' } });
+    expect(n.statusCode, n.body).toBe(400);
+    expect(n.json()).toMatchObject({ code: 'validation_failed', issues: [{ path: 'body.name' }] });
+  });
+});

@@ -27,8 +27,10 @@ export function registerDaemonRoutes(app: FastifyInstance, deps: { db: Kysely<DB
   // known keys (no records), so validation drops a `__proto__` or `constructor` key anyway.
   void app.register(async (ingest) => {
     ingest.removeContentTypeParser('application/json');
-    ingest.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    ingest.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
       if (body === '') return done(Object.assign(new Error('The body is empty but declared as JSON.'), { statusCode: 400, code: 'FST_ERR_CTP_EMPTY_JSON_BODY' }), undefined);
+      // JSON can carry NUL only as the escape: without it the NUL walk (app.ts) is skipped.
+      (request as { nulFree?: boolean }).nulFree = !(body as string).includes('\\u0000');
       try {
         done(null, JSON.parse(body as string));
       } catch (err) {

@@ -48,6 +48,25 @@ function responseSerializer({ schema }: { schema: unknown }) {
   return fastJson(z.toJSONSchema(schema as z.ZodType, { target: 'openapi-3.0', io: 'output', unrepresentable: 'any' }) as never);
 }
 
+/** The dotted path of the first string (or key) in `value` holding U+0000, or null. */
+export function nulPath(value: unknown, path: (string | number)[]): string | null {
+  if (typeof value === 'string') return value.includes('\0') ? path.join('.') : null;
+  if (value === null || typeof value !== 'object') return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const p = nulPath(value[i], [...path, i]);
+      if (p) return p;
+    }
+    return null;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    if (k.includes('\0')) return [...path, k.replace(/\0/g, '\\u0000')].join('.');
+    const p = nulPath(v, [...path, k]);
+    if (p) return p;
+  }
+  return null;
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
     jobWaiters: JobWaiters;
@@ -107,6 +126,15 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   // Every response carries the request id, errors included.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+  });
+
+  // PostgreSQL text and jsonb cannot hold NUL (U+0000): a string with one is refused here, with
+  // its path, instead of failing deep in a statement. A body walk only where JSON could carry
+  // one (the ingest parser skips it for bodies without the `\u0000` escape).
+  app.addHook('preValidation', async (request) => {
+    const where =
+      nulPath(request.query, ['query']) ?? nulPath(request.params, ['params']) ?? ((request as { nulFree?: boolean }).nulFree ? null : nulPath(request.body, ['body']));
+    if (where) throw new AppError('validation_failed', 'Text may not contain the NUL character (\\u0000).', { issues: [{ path: where, message: 'must not contain the NUL character (\\u0000)' }] });
   });
 
   // A second router of the same routes answers "which methods does this path have" for 405.
