@@ -2,8 +2,8 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 
 /** Keys whose values never reach a log line, whatever their depth. */
 const SECRET_KEY = /pass(word|phrase)?|secret|token|authorization|cookie|api[-_]?key|credential|community|private[-_]?key/i;
-/** Tokens the service mints (svk_, svd_, svm_, svs_, svx_ session) and bearer values inside free text. */
-const SECRET_TEXT = /\b(sv[kdmsx]_[A-Za-z0-9_-]{8,})|(Bearer\s+)[^\s"',;]+/g;
+/** Tokens the service mints (svk_, svd_, svm_, svs_, svx_ session) and Bearer or Basic credentials inside free text, any case. */
+const SECRET_TEXT = /\b(sv[kdmsx]_[A-Za-z0-9_-]{8,})|(\b(?:Bearer|Basic)\s+)[^\s"',;]+/gi;
 const REDACTED = '[redacted]';
 
 /** URL credentials (`scheme://user:password@host`) inside free text. */

@@ -8,7 +8,7 @@ import { announceExpiringCertificates } from '../notifications/certificates.js';
 import { notifyDeliver } from '../notifications/deliver.js';
 import { createScan } from '../scans/scans.service.js';
 import { rebuildDependencies } from '../topology/dependencies.js';
-import type { JobDefinition, JobResult, OrganisationOutcome } from './runner.js';
+import { type JobDefinition, type JobResult, type OrganisationOutcome, OrganisationsFailed, isTransient } from './runner.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -22,9 +22,12 @@ async function organisations(db: Kysely<DB>): Promise<string[]> {
 
 /**
  * Runs `fn` for each organisation; one organisation failing does not stop the others. When every
- * one fails, the tick fails with the first error (so a database outage is retried as such).
+ * one fails, the tick fails (retried when every error is transient, a database outage), with each
+ * organisation's outcome recorded; the job's own error is the first error only when transient
+ * (an outage reads the same for everyone), else a summary: one organisation's error text is not
+ * shown to the others, as the job's status and `job.failed` reach every organisation.
  */
-async function perOrganisation(ids: string[], fn: (id: string) => Promise<Record<string, unknown>>): Promise<JobResult> {
+export async function perOrganisation(ids: string[], fn: (id: string) => Promise<Record<string, unknown>>): Promise<JobResult> {
   const outcomes = new Map<string, OrganisationOutcome>();
   const errors: unknown[] = [];
   for (const id of ids) {
@@ -35,7 +38,12 @@ async function perOrganisation(ids: string[], fn: (id: string) => Promise<Record
       outcomes.set(id, { ok: false, error: String((err as Error)?.message ?? err) });
     }
   }
-  if (errors.length > 0 && errors.length === ids.length) throw errors[0];
+  if (errors.length > 0 && errors.length === ids.length) {
+    const transient = errors.every(isTransient);
+    // A database outage reads the same for everyone; any other error text stays with its organisation.
+    const message = transient ? String((errors[0] as Error)?.message ?? errors[0]) : `failed for every organisation (${ids.length}); each organisation's status has its own error`;
+    throw new OrganisationsFailed(message, outcomes, transient);
+  }
   return { detail: { organisations: ids.length, failed: errors.length }, organisations: outcomes };
 }
 

@@ -43,6 +43,18 @@ export function retryPolicy(intervalMs: number): { attempts: number; backoffMs: 
   return intervalMs <= 120_000 ? { attempts: 1, backoffMs: [] } : { attempts: 3, backoffMs: [5_000, 25_000] };
 }
 
+/** A tick that failed for every organisation it worked on; each organisation's outcome is still recorded. */
+export class OrganisationsFailed extends Error {
+  constructor(
+    message: string,
+    readonly organisations: Map<string, OrganisationOutcome>,
+    readonly transient: boolean,
+  ) {
+    super(message);
+    this.name = 'OrganisationsFailed';
+  }
+}
+
 /** A failure of an outside provider (cloud API, advisory feed, notification endpoint). */
 export class ProviderError extends Error {
   constructor(
@@ -63,6 +75,7 @@ const TRANSIENT_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT',
  */
 export function isTransient(err: unknown): boolean {
   if (err instanceof ZodError || err instanceof AppError) return false;
+  if (err instanceof OrganisationsFailed) return err.transient;
   if (err instanceof ProviderError) return err.status === undefined || err.status >= 500 || err.status === 408 || err.status === 429;
   const e = err as { code?: unknown; name?: unknown; message?: unknown };
   if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return true;
@@ -201,11 +214,12 @@ export class JobRunner {
       const outcome = failed ? 'failed' : 'ok';
       const before = await status.outcomes(database.db, job.name);
       await status.record(database.db, { job: job.name, organisationId: null, at: started, durationMs, outcome, error, attempts, detail: result?.detail ?? {} });
-      for (const [organisationId, o] of result?.organisations ?? []) {
+      const organisations = result?.organisations ?? (failed && failure instanceof OrganisationsFailed ? failure.organisations : undefined);
+      for (const [organisationId, o] of organisations ?? []) {
         await status.record(database.db, { job: job.name, organisationId, at: started, durationMs, outcome: o.ok ? 'ok' : 'failed', error: o.error, attempts, detail: o.detail ?? {} });
       }
       await status
-        .announceFailures(database.db, job.name, before, { failed, error, attempts, organisations: result?.organisations })
+        .announceFailures(database.db, job.name, before, { failed, error, attempts, organisations })
         .catch((err) => logger.warn({ err, job: job.name }, 'could not record job.failed events'));
       if (outcome === 'failed') logger.error({ job: job.name, attempts, error }, 'job failed');
       else logger.debug({ job: job.name, durationMs, detail: result?.detail }, 'job ran');

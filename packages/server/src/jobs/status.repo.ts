@@ -74,9 +74,11 @@ export async function announceFailures(
   run: { failed: boolean; error: string | undefined; attempts: number; organisations?: Map<string, { ok: boolean; error?: string }> | undefined },
 ): Promise<void> {
   const targets: { organisationId: string | null; error: string | undefined }[] = [];
-  if (run.failed && before.get(null) !== 'failed') targets.push({ organisationId: null, error: run.error });
-  for (const [organisationId, o] of run.organisations ?? []) {
-    if (!o.ok && before.get(organisationId) !== 'failed') targets.push({ organisationId, error: o.error });
+  if (run.failed) {
+    if (before.get(null) !== 'failed') targets.push({ organisationId: null, error: run.error });
+  } else for (const [organisationId, o] of run.organisations ?? []) {
+    // An organisation still failing after the whole job failed was told already (that episode goes on).
+    if (!o.ok && before.get(organisationId) !== 'failed' && before.get(null) !== 'failed') targets.push({ organisationId, error: o.error });
   }
   for (const t of targets) {
     const data = JSON.stringify({ job, scope: t.organisationId ? 'organisation' : 'job', attempts: run.attempts, error: t.error === undefined ? null : redactText(t.error) });

@@ -9,10 +9,14 @@ import { type SendOptions, type SendOutcome, send } from './senders.js';
 /** decisions.md: after a failed attempt, the next one waits 1, 5, 15, 60, then 360 minutes; after that the alert is `dead`. */
 export const RETRY_MINUTES = [1, 5, 15, 60, 360] as const;
 
-/** A claimed delivery is leased to its sender for this long (timeout plus margin); a crashed sender's lease runs out. */
-const LEASE_SECONDS = 120;
 const BATCH = 50;
 const CONCURRENCY = 8;
+/**
+ * How long a claimed batch is leased to its sender: long enough for every row of it to be tried
+ * at the attempt timeout (BATCH / CONCURRENCY rounds), plus a margin. A crashed sender's lease
+ * runs out and its rows are due again.
+ */
+const leaseSeconds = (timeoutMs: number) => Math.ceil(BATCH / CONCURRENCY) * Math.ceil(timeoutMs / 1000) + 60;
 /** A tick stops claiming after this long, so that one minute's backlog does not hold the job past its next tick. */
 const TICK_BUDGET_MS = 45_000;
 
@@ -36,7 +40,7 @@ interface Claimed {
  * take the same one, and leased until sent, so none is taken again while its attempt is under
  * way. Only deliveries of enabled destinations are due.
  */
-async function claim(db: Kysely<DB>, at: Date, limit: number): Promise<Claimed[]> {
+async function claim(db: Kysely<DB>, at: Date, limit: number, lease: number): Promise<Claimed[]> {
   const r = await sql<Claimed>`
     with due as (
       select d.organisation_id, d.id from notification_deliveries d
@@ -46,7 +50,7 @@ async function claim(db: Kysely<DB>, at: Date, limit: number): Promise<Claimed[]
       limit ${limit}
       for update of d skip locked
     )
-    update notification_deliveries d set claimed_until = now() + make_interval(secs => ${LEASE_SECONDS})
+    update notification_deliveries d set claimed_until = now() + make_interval(secs => ${lease})
     from due, notification_destinations n
     where d.organisation_id = due.organisation_id and d.id = due.id and n.organisation_id = d.organisation_id and n.id = d.destination_id
     returning d.organisation_id, d.id, d.attempts, d.event_id, d.destination_id, n.kind, n.config_sealed`.execute(db);
@@ -71,23 +75,30 @@ async function record(db: Kysely<DB>, c: Claimed, o: SendOutcome, at: Date): Pro
   const attempt = c.attempts + 1;
   const next = o.ok ? 'delivered' : !o.retry || attempt > RETRY_MINUTES.length ? 'dead' : 'retry';
   const nextAt = next === 'retry' ? new Date(at.getTime() + RETRY_MINUTES[attempt - 1]! * 60_000) : at;
+  // The attempt is written only when the delivery still exists (its destination may have been
+  // deleted while it was being sent).
   await sql`
-    with attempt as (
-      insert into notification_attempts (organisation_id, delivery_id, attempt, attempted_at, duration_ms, status_code, error)
-      values (${c.organisation_id}, ${c.id}, ${attempt}, ${at}, ${o.durationMs}, ${o.statusCode}, ${o.error})
+    with d as (
+      update notification_deliveries set attempts = ${attempt}, claimed_until = null, last_status = ${o.statusCode}, last_error = ${o.error},
+        state = ${next === 'retry' ? 'pending' : next}, next_attempt_at = ${nextAt}, delivered_at = ${next === 'delivered' ? at : null}, updated_at = now()
+      where organisation_id = ${c.organisation_id} and id = ${c.id}
+      returning organisation_id, id
     )
-    update notification_deliveries set attempts = ${attempt}, claimed_until = null, last_status = ${o.statusCode}, last_error = ${o.error},
-      state = ${next === 'retry' ? 'pending' : next}, next_attempt_at = ${nextAt}, delivered_at = ${next === 'delivered' ? at : null}, updated_at = now()
-    where organisation_id = ${c.organisation_id} and id = ${c.id}`.execute(db);
+    insert into notification_attempts (organisation_id, delivery_id, attempt, attempted_at, duration_ms, status_code, error)
+    select organisation_id, id, ${attempt}, ${at}, ${o.durationMs}, ${o.statusCode}, ${o.error} from d`.execute(db);
   return next;
 }
 
-/** Runs `fn` over `items`, at most `n` at a time. */
+/** Runs `fn` over `items`, at most `n` at a time; every item is tried, and the first failure is thrown at the end. */
 async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
   let i = 0;
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
-    while (i < items.length) await fn(items[i++]!);
-  }));
+  const failures: unknown[] = [];
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (i < items.length) await fn(items[i++]!).catch((err) => void failures.push(err));
+    }),
+  );
+  if (failures.length > 0) throw failures[0];
 }
 
 /**
@@ -108,7 +119,7 @@ export function notifyDeliver(opts: DeliverOptions): JobDefinition {
       const settings = new Map<string, DestinationConfig | Error>();
       for (;;) {
         if (signal.aborted || performance.now() - started > TICK_BUDGET_MS) break;
-        const claimed = await claim(db, now(), BATCH);
+        const claimed = await claim(db, now(), BATCH, leaseSeconds(sendOptions.timeoutMs));
         if (claimed.length === 0) break;
         const events = await payloads(db, claimed);
         await pool(claimed, CONCURRENCY, async (c) => {

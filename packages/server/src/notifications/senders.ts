@@ -58,22 +58,34 @@ const finish = (t0: number, o: Omit<SendOutcome, 'durationMs'>): SendOutcome => 
 /** decisions.md: a 4xx is final, except 408 and 429; a 5xx or no answer is retried. */
 const retryableStatus = (s: number) => s >= 500 || s === 408 || s === 429;
 
+/**
+ * POSTs JSON. User info in the URL is sent as Basic authorization (fetch refuses URLs holding
+ * credentials); no error text ever carries the URL, whose path or query may be a token.
+ */
 async function post(url: string, body: string, headers: Record<string, string>, opts: SendOptions): Promise<Omit<SendOutcome, 'durationMs'>> {
+  const target = new URL(url);
+  const auth: Record<string, string> = {};
+  if (target.username || target.password) {
+    auth.authorization = `Basic ${Buffer.from(`${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`).toString('base64')}`;
+    target.username = '';
+    target.password = '';
+  }
+  const scrub = (text: string) => text.split(url).join('<url>').split(target.href).join('<url>');
   try {
-    const res = await fetch(url, {
+    const res = await fetch(target, {
       method: 'POST',
       body,
-      headers: { 'content-type': 'application/json', 'user-agent': opts.userAgent, ...headers },
+      headers: { 'content-type': 'application/json', 'user-agent': opts.userAgent, ...auth, ...headers },
       redirect: 'manual', // a redirect is an answer, not a place to re-send a signed body to
       signal: AbortSignal.timeout(opts.timeoutMs),
     });
     const text = (await res.text().catch(() => '')).slice(0, 300);
     if (res.status >= 200 && res.status < 300) return { ok: true, statusCode: res.status, error: null, retry: false };
-    return { ok: false, statusCode: res.status, error: `HTTP ${res.status}${text ? `: ${text}` : ''}`, retry: retryableStatus(res.status) };
+    return { ok: false, statusCode: res.status, error: scrub(`HTTP ${res.status}${text ? `: ${text}` : ''}`), retry: retryableStatus(res.status) };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string; message?: string } };
     const why = e.name === 'TimeoutError' ? `no answer within ${opts.timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message);
-    return { ok: false, statusCode: null, error: why, retry: true };
+    return { ok: false, statusCode: null, error: scrub(String(why)), retry: true };
   }
 }
 
