@@ -141,8 +141,8 @@ function openPostgres(url: string, opts: DatabaseOptions): Database {
 /**
  * LISTEN on PostgreSQL: one dedicated connection per process for every channel (it is not part
  * of the pool), opened with the first subscription and closed with the last. A lost connection
- * reconnects after 1 s, listens again, and delivers `*` to every subscriber: notifications sent
- * meanwhile are lost, so each re-checks what it watches.
+ * is retried every second until it is back, listens again, and delivers `*` to every subscriber:
+ * notifications sent meanwhile are lost, so each re-checks what it watches.
  */
 function sharedListener(url: string, opts: DatabaseOptions) {
   const handlers = new Map<string, Set<(payload: string) => void>>();
@@ -157,18 +157,21 @@ function sharedListener(url: string, opts: DatabaseOptions) {
       const c = new pg.Client({ connectionString: url, application_name: 'surveyor-listen', ...(opts.searchPath ? { options: `-c search_path=${opts.searchPath}` } : {}) });
       c.on('notification', (n) => deliver(n.channel, n.payload ?? ''));
       c.on('error', (err) => {
-        opts.logger?.warn({ err }, 'listen connection lost; reconnecting');
         c.end().catch(() => {});
-        if (client === c) client = null;
+        // A connection that failed while opening is connect()'s to report; only an established one reconnects here.
+        if (client !== c) return;
+        opts.logger?.warn({ err }, 'listen connection lost; reconnecting');
+        client = null;
         connecting = null;
-        if (!stopped && handlers.size > 0) {
+        // Reconnect every second until it works (an outage may last), then tell every subscriber.
+        const retry = () =>
           setTimeout(() => {
             if (stopped || handlers.size === 0) return;
             void connect().then(() => {
               for (const channel of handlers.keys()) deliver(channel, '*');
-            }, () => {});
+            }, retry);
           }, 1000).unref();
-        }
+        if (!stopped && handlers.size > 0) retry();
       });
       try {
         await c.connect();

@@ -142,11 +142,12 @@ export class ChangeStreams {
     return r.rows;
   }
 
+  /** The changes after `after` within the resume window, up to maxReplay + 1 (more than maxReplay: too many to replay). */
   private async readAfter(org: string, after: number): Promise<ChangeRow[]> {
     const r = await sql<ChangeRow>`
       select id, entity_type, entity_id, action, ${rfc3339('at')} as at from change_log
       where organisation_id = ${org} and id > ${after} and at > now() - make_interval(hours => ${this.options.resumeWindowHours})
-      order by id limit ${this.options.maxReplay}`.execute(this.db);
+      order by id limit ${this.options.maxReplay + 1}`.execute(this.db);
     return r.rows;
   }
 
@@ -162,10 +163,13 @@ export class ChangeStreams {
     }
   }
 
-  /** Writes to a stream; a client that leaves more than `maxBufferBytes` unread is told why and closed. */
+  /**
+   * Writes to a stream; a client already behind by more than `maxBufferBytes` is told why and
+   * closed instead. (A client that reads takes a batch of any size: only what stays unread counts.)
+   */
   private write(s: Stream, text: string): void {
     if (s.closed) return;
-    if (s.res.writableLength + Buffer.byteLength(text) > this.options.maxBufferBytes) {
+    if (s.res.writableLength > this.options.maxBufferBytes) {
       this.logger.info({ organisationId: s.organisationId, buffered: s.res.writableLength }, 'change stream client too slow; closing it');
       this.close(s, `event: overflow\ndata: ${JSON.stringify({ reason: 'client too slow: reconnect with Last-Event-ID to resume' })}\n\n`);
       return;
@@ -206,6 +210,7 @@ export class ChangeStreams {
       return;
     }
     await this.start();
+    if (res.destroyed || res.writableEnded) return; // the client left while the stream was being set up
     const s: Stream = { organisationId, res, held: lastEventId === null ? null : [], closed: false };
     const set = this.byOrg.get(organisationId) ?? new Set();
     set.add(s);
@@ -223,7 +228,7 @@ export class ChangeStreams {
       const rows = first.rows[0]?.old ? null : await this.readAfter(organisationId, lastEventId);
       const live = s.held ?? [];
       s.held = null;
-      if (!rows || rows.length >= this.options.maxReplay) {
+      if (!rows || rows.length > this.options.maxReplay) {
         this.write(s, `event: reset\ndata: ${JSON.stringify({ reason: 'Last-Event-ID is older than the change log kept for resuming: reload' })}\n\n`);
       } else {
         const sent = new Set(rows.map((r) => Number(r.id)));
