@@ -769,6 +769,22 @@ describe('job topology.dependencies rebuilds the application topology from the f
     expect(topologyOf(await applicationTopologies(), dc1).status).toBe('ready');
   });
 
+  it('marks stale the topology of the site of each host a batch changes, not only the scanning daemon\'s site', async () => {
+    const moved = await addHost(t.database.db, org.organisationId, { hostname: 'moved', siteId: dc2 });
+    const fingerprint = (await sql<{ fingerprint: string }>`select fingerprint from hosts where id = ${moved}`.execute(t.database.db)).rows[0]!.fingerprint;
+    // Known by its fingerprint, as a host a daemon reported is.
+    await sql`insert into host_fingerprints (organisation_id, fingerprint, host_id) values (${org.organisationId}, ${fingerprint}, ${moved})`.execute(t.database.db);
+    await tick(t, 'topology.dependencies', now);
+    const s: Scanning = { org, api, daemon, siteId: dc1 };
+    const sessionId = await startSession(t, s, await createNetwork(t, s, '10.9.3.0/24'));
+    // dc1's daemon reports the dc2 host (known by its fingerprint) under a new name.
+    await ingest(t, daemon, { sessionId, hosts: [{ fingerprint, hostname: 'moved-renamed' }] });
+    const list = await applicationTopologies();
+    expect(topologyOf(list, dc2).status).toBe('stale');
+    expect(topologyOf(list, dc1).status).toBe('ready');
+    expect(topologyOf(list, null).status).toBe('ready');
+  });
+
   it('prunes flows older than 30 days (decisions.md): drops each daily partition that ended more than 30 days ago, and forgets batch digests as old', async () => {
     const partitions = async () =>
       (await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'flows'::regclass order by 1`.execute(t.database.db)).rows.map((r) => r.name);

@@ -259,8 +259,12 @@ export async function ingestObservations(db: Kysely<DB>, p: DaemonPrincipal, b: 
     await repo.logChanges(trx, org, 'host', updatedHosts.filter((h) => h.changed && !createdHosts.has(h.id)).map((h) => ({ id: h.id, action: 'updated' as const })));
     await repo.logChanges(trx, org, 'service', gone.map((id) => ({ id, action: 'updated' as const })));
 
-    // Built topologies of the site no longer describe the inventory.
-    if (changed.size > 0 || gone.length > 0) await markTopologiesStale(trx, org, session.site_id);
+    // Built topologies of the changed hosts' sites no longer describe the inventory. Every change
+    // key starts with its host id.
+    if (changed.size > 0 || gone.length > 0) {
+      const hostIds = [...changed.values()].flatMap((keys) => [...keys].map((k) => k.split('|')[0]!));
+      await markTopologiesStale(trx, org, { hostIds, serviceIds: gone });
+    }
 
     const dedupHits =
       hits('host', b.hosts, (h) => host(h.fingerprint)) +

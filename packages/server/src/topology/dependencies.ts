@@ -102,10 +102,19 @@ export async function dependencyEdges(db: Kysely<DB>, organisationId: string) {
 }
 
 /**
- * An inventory change makes the organisation's built topologies of that site `stale` (they
- * describe the inventory as it was); the next build makes them `ready` again.
+ * An inventory change makes the organisation's built topologies `stale` (they describe the
+ * inventory as it was) for the site of every host it changed, directly or through one of its
+ * services; the next build makes them `ready` again.
  */
-export async function markTopologiesStale(db: Kysely<DB>, organisationId: string, siteId: string | null): Promise<void> {
-  await sql`update topologies set status = 'stale', updated_at = now()
-    where organisation_id = ${organisationId} and status = 'ready' and site_id is not distinct from ${siteId}::uuid`.execute(db);
+export async function markTopologiesStale(db: Kysely<DB>, organisationId: string, changed: { hostIds: Iterable<string>; serviceIds: Iterable<string> }): Promise<void> {
+  await sql`
+    with sites as (
+      select distinct site_id from hosts where organisation_id = ${organisationId} and id = any(${[...new Set(changed.hostIds)]}::uuid[])
+      union
+      select distinct h.site_id from services v join hosts h on h.organisation_id = v.organisation_id and h.id = v.host_id
+      where v.organisation_id = ${organisationId} and v.id = any(${[...new Set(changed.serviceIds)]}::uuid[])
+    )
+    update topologies t set status = 'stale', updated_at = now()
+    from sites s
+    where t.organisation_id = ${organisationId} and t.status = 'ready' and t.site_id is not distinct from s.site_id`.execute(db);
 }
