@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.js';
 import { loadConfig } from '../src/config.js';
@@ -809,6 +810,27 @@ describe('job topology.dependencies rebuilds the application topology from the f
     expect((await tick(t, 'topology.dependencies', now)).detail).toMatchObject({ prunedPartitions: [], prunedBatches: 0 });
     expect((await edges()).map((e) => e.bytes)).toEqual([3300, 50]);
   });
+
+  // PostgreSQL only: a second session holding the flows table open.
+  if (TEST_DATABASE_URL) {
+    it('leaves a partition that readers hold for the next run (lock timeout), and the job still succeeds', async () => {
+      const name = `flows_${bucket(40 * DAY).slice(0, 10).replace(/-/g, '')}`;
+      await postFlows([flow({ bucketStart: bucket(40 * DAY), bytes: 44 })]);
+      const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(t.database.db)).rows[0]!.s;
+      const reader = new pg.Client({ connectionString: TEST_DATABASE_URL, options: `-c search_path=${schema}` });
+      await reader.connect();
+      try {
+        await reader.query('begin');
+        await reader.query('select count(*) from flows');
+        const held = await tick(t, 'topology.dependencies', now);
+        expect(held.detail).toMatchObject({ prunedPartitions: [], busyPartitions: [name] });
+        await reader.query('commit');
+        expect((await tick(t, 'topology.dependencies', now)).detail).toMatchObject({ prunedPartitions: [name], busyPartitions: [] });
+      } finally {
+        await reader.end();
+      }
+    });
+  }
 });
 
 // =============================================================================================

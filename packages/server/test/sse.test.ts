@@ -384,6 +384,18 @@ describe('GET /api/sse: access and response (spec 4.9, contract route sse)', () 
     for (const f of keepalives()) expect(f).toEqual({ comments: ['keepalive'] });
   });
 
+  it('ends a stream at the next heartbeat once its session is over (signed out), with `event: closing`', async () => {
+    const viewer = await seedMemberWithKey(s.t.database, a.org, 'viewer', ['inventory:read']);
+    const session = await login(s.t.app, viewer.email);
+    const raw = await RawStream.open(`${s.base}/api/sse`, { cookie: session.cookie });
+    const base = s.t.app.changeStreams.size;
+    const out = await s.t.app.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { cookie: session.cookie, 'x-csrf-token': session.csrfToken } });
+    expect(out.statusCode, out.body).toBeLessThan(300);
+    await waitFor('the stream to end', () => raw.ended, 4_000);
+    expect(raw.frames().find((f) => f.event === 'closing')?.data).toBe(JSON.stringify({ reason: 'session ended' }));
+    expect(s.t.app.changeStreams.size).toBe(base - 1);
+  });
+
   it('counts open streams in app.changeStreams.size, and a client that leaves is forgotten', async () => {
     const base = s.t.app.changeStreams.size;
     const x = await listen(s, a.cookie);
@@ -763,6 +775,20 @@ if (process.env.TEST_DATABASE_URL) {
       const after = await p.writer.changes(party.org.organisationId, 2);
       await es.receive([...range(first), ...range(meanwhile), ...range(after)], 10_000);
       expectExactlyOnceInOrder(es.ids(), [...range(first), ...range(meanwhile), ...range(after)]);
+    });
+
+    it('after the outage replays only what changed since the stream opened, not the organisation\'s older changes', async () => {
+      const fresh = await orgWithSession(p);
+      const older = await p.writer.changes(fresh.org.organisationId, 3); // before any stream of the organisation
+      const es = await listen(p, fresh.cookie);
+      proxy.stop();
+      const meanwhile = await p.writer.changes(fresh.org.organisationId, 2);
+      await sleep(200);
+      proxy.start();
+      await es.receive(range(meanwhile), 10_000);
+      await sleep(300);
+      expectExactlyOnceInOrder(es.ids(), range(meanwhile));
+      for (const id of range(older)) expect(es.ids()).not.toContain(id);
     });
 
     it('keeps streaming live changes after an outage longer than the first reconnect attempt', async () => {

@@ -250,10 +250,25 @@ async function openPGlite(opts: DatabaseOptions): Promise<Database> {
         unlock();
       }
     },
+    // LISTEN and UNLISTEN take the connection's turn like any statement: issued inside another
+    // caller's transaction, a rollback of it would silently undo the subscription.
     async listen(channel, onPayload) {
-      return pglite.listen(channel, onPayload).then((unsub) => async () => {
-        if (!pglite.closed) await unsub();
-      });
+      const unlock = await dialect.mutex.lock();
+      let unsub: () => Promise<void>;
+      try {
+        unsub = await pglite.listen(channel, onPayload);
+      } finally {
+        unlock();
+      }
+      return async () => {
+        if (pglite.closed) return;
+        const release = await dialect.mutex.lock();
+        try {
+          await unsub();
+        } finally {
+          release();
+        }
+      };
     },
     async prepared<R extends Row>(_name: string, text: string, values: unknown[]) {
       const unlock = await dialect.mutex.lock();

@@ -14,7 +14,7 @@ function resumeFrom(header: string | string[] | undefined, query: number | undef
 /** Spec 4.9: GET /api/sse, the organisation's live change stream (session cookie). */
 export function registerSseRoutes(app: FastifyInstance, deps: { streams: ChangeStreams }): void {
   addRoute(app, routes.sse, async (request, reply) => {
-    const { organisationId } = sessionPrincipal(request);
+    const { organisationId, sessionId } = sessionPrincipal(request);
     await deps.streams.start();
     reply.hijack();
     reply.raw.writeHead(200, {
@@ -26,6 +26,6 @@ export function registerSseRoutes(app: FastifyInstance, deps: { streams: ChangeS
     });
     request.raw.socket.setNoDelay(true);
     request.raw.socket.setKeepAlive(true, 30_000);
-    await deps.streams.open(organisationId, reply.raw, resumeFrom(request.headers['last-event-id'], request.query.lastEventId));
+    await deps.streams.open(organisationId, sessionId, reply.raw, resumeFrom(request.headers['last-event-id'], request.query.lastEventId));
   });
 }

@@ -36,9 +36,13 @@ function frame(r: ChangeRow): string {
 
 interface Stream {
   organisationId: string;
+  /** The browser session behind the stream: re-checked at each heartbeat, the stream ends with it. */
+  sessionId: string;
   res: ServerResponse;
   /** Set while a resume replays the change log: live frames wait here, then go out without repeats. */
   held: ChangeRow[] | null;
+  /** Ids a resume replayed, skipped if a late notification brings them again (kept a short while). */
+  replayed: Set<number> | null;
   closed: boolean;
 }
 
@@ -46,15 +50,19 @@ interface Stream {
 class RecentIds {
   private readonly set = new Set<number>();
   private readonly order: number[] = [];
-  max = 0;
-  constructor(private readonly cap = 50_000) {}
+  constructor(
+    /** The largest id sent (or, before any, the organisation's last change when its first stream opened). */
+    public max = 0,
+    private readonly cap = 50_000,
+  ) {}
   /** True when `id` is new (and remembers it). */
   add(id: number): boolean {
     if (this.set.has(id)) return false;
     this.set.add(id);
     this.order.push(id);
     if (id > this.max) this.max = id;
-    if (this.order.length > this.cap) for (const old of this.order.splice(0, this.order.length - this.cap)) this.set.delete(old);
+    // Trimmed in chunks (down to `cap` once it holds 2 × `cap`): amortised O(1) per id.
+    if (this.order.length >= 2 * this.cap) for (const old of this.order.splice(0, this.order.length - this.cap)) this.set.delete(old);
     return true;
   }
 }
@@ -115,8 +123,9 @@ export class ChangeStreams {
 
   private notified(payload: string): void {
     if (payload === '*') {
-      // The listening connection was lost and is back: re-read what may have been missed.
-      for (const org of this.byOrg.keys()) this.enqueue(org, () => this.readAfter(org, this.recent.get(org)?.max ?? 0));
+      // The listening connection was lost and is back: re-read what may have been missed since the
+      // last change sent (or since the organisation's first stream opened).
+      for (const org of this.byOrg.keys()) this.enqueue(org, () => this.readAfter(org, this.recent.get(org)?.max ?? 0), true);
       return;
     }
     const [org, lo, hi] = payload.split(' ');
@@ -124,10 +133,13 @@ export class ChangeStreams {
     this.enqueue(org, () => this.readRange(org, Number(lo), Number(hi)));
   }
 
-  private enqueue(org: string, read: () => Promise<ChangeRow[]>): void {
+  private enqueue(org: string, read: () => Promise<ChangeRow[]>, catchUp = false): void {
     const next = (this.chains.get(org) ?? Promise.resolve())
       .then(read)
-      .then((rows) => this.fanOut(org, rows))
+      .then((rows) => {
+        if (catchUp && rows.length > this.options.maxReplay) this.resetAll(org, 'the change stream was interrupted for longer than it can replay: reload');
+        else this.fanOut(org, rows);
+      })
       .catch((err) => this.logger.warn({ err, organisationId: org }, 'change stream read failed'));
     this.chains.set(org, next);
     void next.finally(() => {
@@ -152,15 +164,23 @@ export class ChangeStreams {
   }
 
   private fanOut(org: string, rows: ChangeRow[]): void {
-    const seen = this.recent.get(org) ?? new RecentIds();
-    this.recent.set(org, seen);
+    const streams = this.byOrg.get(org);
+    const seen = this.recent.get(org);
+    if (!streams || !seen) return; // its last stream left meanwhile
     const fresh = rows.filter((r) => seen.add(Number(r.id)));
     if (fresh.length === 0) return;
     const text = fresh.map(frame).join('');
-    for (const s of this.byOrg.get(org) ?? []) {
+    for (const s of streams) {
       if (s.held) s.held.push(...fresh);
-      else this.write(s, text);
+      else if (s.replayed) {
+        const own = fresh.filter((r) => !s.replayed!.has(Number(r.id)));
+        if (own.length > 0) this.write(s, own.length === fresh.length ? text : own.map(frame).join(''));
+      } else this.write(s, text);
     }
+  }
+
+  private resetAll(org: string, reason: string): void {
+    for (const s of this.byOrg.get(org) ?? []) this.write(s, `event: reset\ndata: ${JSON.stringify({ reason })}\n\n`);
   }
 
   /**
@@ -179,24 +199,47 @@ export class ChangeStreams {
 
   private close(s: Stream, last?: string): void {
     if (s.closed) return;
-    s.closed = true;
-    this.remove(s);
+    this.detach(s);
     // A client that does not read never lets end() finish: its socket is destroyed shortly after.
     s.res.end(last);
-    setTimeout(() => s.res.destroy(), 5_000).unref();
+    const t = setTimeout(() => s.res.destroy(), 5_000);
+    t.unref();
+    s.res.once('close', () => clearTimeout(t));
   }
 
-  private remove(s: Stream): void {
+  /** Takes a stream out of the hub (idempotent); the organisation's state goes with its last stream. */
+  private detach(s: Stream): void {
+    s.closed = true;
     const set = this.byOrg.get(s.organisationId);
-    set?.delete(s);
-    if (set?.size === 0) {
+    if (!set?.delete(s)) return;
+    if (set.size === 0) {
       this.byOrg.delete(s.organisationId);
       this.recent.delete(s.organisationId);
     }
   }
 
+  /**
+   * Every heartbeat: a comment line to each stream, and the end of each stream whose session is
+   * over (signed out, expired, user disabled, membership removed): one query for all of them.
+   */
   private beat(): void {
-    for (const set of this.byOrg.values()) for (const s of set) if (!s.held) this.write(s, ': keepalive\n\n');
+    const streams = [...this.byOrg.values()].flatMap((set) => [...set]);
+    for (const s of streams) if (!s.held) this.write(s, ': keepalive\n\n');
+    if (streams.length === 0) return;
+    void this.liveSessions([...new Set(streams.map((s) => s.sessionId))])
+      .then((live) => {
+        for (const s of streams) if (!live.has(s.sessionId)) this.close(s, `event: closing\ndata: ${JSON.stringify({ reason: 'session ended' })}\n\n`);
+      })
+      .catch((err) => this.logger.warn({ err }, 'change stream session check failed'));
+  }
+
+  private async liveSessions(ids: string[]): Promise<Set<string>> {
+    const r = await sql<{ id: string }>`
+      select s.id from sessions s
+      join users u on u.id = s.user_id and u.disabled_at is null
+      join memberships m on m.organisation_id = s.organisation_id and m.user_id = s.user_id
+      where s.id = any(${ids}::uuid[]) and s.expires_at > now()`.execute(this.db);
+    return new Set(r.rows.map((x) => x.id));
   }
 
   /**
@@ -204,21 +247,24 @@ export class ChangeStreams {
    * until the client leaves or the process stops. With `lastEventId`, first replays the change log
    * after it (within the resume window); when that is not possible in full, sends `event: reset`.
    */
-  async open(organisationId: string, res: ServerResponse, lastEventId: number | null): Promise<void> {
+  async open(organisationId: string, sessionId: string, res: ServerResponse, lastEventId: number | null): Promise<void> {
     if (this.stopped) {
       res.end('event: closing\ndata: {}\n\n');
       return;
     }
     await this.start();
+    if (!this.byOrg.has(organisationId)) {
+      // The organisation's first stream here: a catch-up after a lost connection starts from now.
+      const r = await sql<{ max: number | null }>`select max(id) as max from change_log where organisation_id = ${organisationId}`.execute(this.db);
+      if (!this.recent.has(organisationId)) this.recent.set(organisationId, new RecentIds(Number(r.rows[0]?.max ?? 0)));
+    }
     if (res.destroyed || res.writableEnded) return; // the client left while the stream was being set up
-    const s: Stream = { organisationId, res, held: lastEventId === null ? null : [], closed: false };
+    const s: Stream = { organisationId, sessionId, res, held: lastEventId === null ? null : [], replayed: null, closed: false };
     const set = this.byOrg.get(organisationId) ?? new Set();
     set.add(s);
     this.byOrg.set(organisationId, set);
-    res.on('close', () => {
-      s.closed = true;
-      this.remove(s);
-    });
+    this.recent.set(organisationId, this.recent.get(organisationId) ?? new RecentIds());
+    res.on('close', () => this.detach(s));
     res.write(`retry: 3000\n: connected\n\n`);
     if (lastEventId === null) return;
     try {
@@ -234,6 +280,9 @@ export class ChangeStreams {
         const sent = new Set(rows.map((r) => Number(r.id)));
         const text = rows.map(frame).join('') + live.filter((r) => !sent.has(Number(r.id))).map(frame).join('');
         if (text) this.write(s, text);
+        // A notification of a replayed change may still be on its way: skip those for a while.
+        s.replayed = sent;
+        setTimeout(() => (s.replayed = null), 10_000).unref();
       }
     } catch (err) {
       this.logger.warn({ err, organisationId }, 'change stream resume failed');

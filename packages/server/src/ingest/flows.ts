@@ -32,27 +32,34 @@ export const FLOW_RETENTION_DAYS = 30;
  * Prunes flows past the retention: drops each daily partition whose day ended more than 30 days
  * before `at` (a DROP, not a DELETE: no dead rows, no vacuum), and forgets batch digests as old
  * (a retry that late is not one). A partition is dropped under the creators' lock and with a
- * short lock timeout: when readers hold it, it waits for the next run.
+ * short lock timeout: when readers hold the table that long, it is left for the next run.
  */
-export async function pruneFlows(db: Kysely<DB>, at: Date): Promise<{ partitions: string[]; batches: number }> {
+export async function pruneFlows(db: Kysely<DB>, at: Date): Promise<{ partitions: string[]; busy: string[]; batches: number }> {
   const cutoff = new Date(at.getTime() - FLOW_RETENTION_DAYS * DAY);
   const children = await sql<{ name: string }>`
     select c.relname as name from pg_inherits i
     join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent
     where p.oid = 'flows'::regclass order by c.relname`.execute(db);
   const dropped: string[] = [];
+  const busy: string[] = [];
   for (const { name } of children.rows) {
     const m = /^flows_(\d{4})(\d{2})(\d{2})$/.exec(name);
     if (!m || Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])) + DAY > cutoff.getTime()) continue;
-    await db.transaction().execute(async (trx) => {
-      await sql`set local lock_timeout = '5s'`.execute(trx);
-      await sql`select pg_advisory_xact_lock(hashtext('surveyor.flows.partition'))`.execute(trx);
-      await sql.raw(`drop table if exists ${name}`).execute(trx);
-    });
-    dropped.push(name);
+    try {
+      await db.transaction().execute(async (trx) => {
+        // The drop locks the parent table: it waits at most 2 s for readers (and blocks writers that long).
+        await sql`set local lock_timeout = '2s'`.execute(trx);
+        await sql`select pg_advisory_xact_lock(hashtext('surveyor.flows.partition'))`.execute(trx);
+        await sql.raw(`drop table if exists ${name}`).execute(trx);
+      });
+      dropped.push(name);
+    } catch (err) {
+      if ((err as { code?: string }).code !== '55P03') throw err; // lock_not_available: busy now, next run
+      busy.push(name);
+    }
   }
   const batches = await sql`delete from flow_batches where received_at < ${cutoff}`.execute(db);
-  return { partitions: dropped, batches: Number(batches.numAffectedRows ?? 0) };
+  return { partitions: dropped, busy, batches: Number(batches.numAffectedRows ?? 0) };
 }
 
 /** `dropped` accumulates on the daemon (spec 4.4). */

@@ -203,8 +203,12 @@ export function topologyDependencies(): JobDefinition {
         edges += r.edges;
         return { edges: r.edges, topologies: r.topologies.length };
       });
-      const pruned = await pruneFlows(db, at);
-      return { ...result, detail: { ...result.detail, edges, prunedPartitions: pruned.partitions, prunedBatches: pruned.batches } };
+      // Pruning failing (the database, not a busy table: that is skipped) does not undo the rebuild: it says so in the detail.
+      const pruned = await pruneFlows(db, at).catch((err) => ({ error: String((err as Error)?.message ?? err), partitions: [], busy: [], batches: 0 }));
+      return {
+        ...result,
+        detail: { ...result.detail, edges, prunedPartitions: pruned.partitions, busyPartitions: pruned.busy, prunedBatches: pruned.batches, ...('error' in pruned ? { pruneError: pruned.error } : {}) },
+      };
     },
   };
 }
