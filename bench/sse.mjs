@@ -160,6 +160,11 @@ if (!isMainThread) {
   const many = await round(CLIENTS);
   await writer.end();
   child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  const cleanup = new pg.Client({ connectionString: URL_ });
+  await cleanup.connect();
+  await cleanup.query(`drop schema if exists ${SCHEMA} cascade`);
+  await cleanup.end();
 
   const row = (r) => `| ${r.clients.toLocaleString('en')} | ${r.samples.toLocaleString('en')} | ${r.missing} | ${r.p50.toFixed(1)} | **${r.p99.toFixed(1)}** | ${r.max.toFixed(1)} | ${r.rssOpen} / ${r.rssAfter} |`;
   const out = [

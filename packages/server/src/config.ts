@@ -43,6 +43,10 @@ export const ConfigSchema = z
     SERVICE_JOBS_SHUTDOWN_SECONDS: int(1, 3600).default(30).describe('At shutdown, how long running job ticks may take to finish.'),
     SERVICE_SSE_HEARTBEAT_SECONDS: int(1, 300).default(15).describe('Interval of the comment line on GET /api/sse that keeps idle connections open through proxies.'),
     SERVICE_SSE_MAX_BUFFER_BYTES: int(4096, 64 * 1024 * 1024).default(1024 * 1024).describe('Unread bytes an SSE client may fall behind before it is sent `event: overflow` and closed (it reconnects and resumes).'),
+    SERVICE_NOTIFY_PRIVATE_TARGETS: z
+      .enum(['allow', 'deny'])
+      .default('allow')
+      .describe('deny: alert destinations (webhook, Slack, SMTP) that resolve to loopback, private or link-local addresses are refused, so an organisation\'s admin cannot reach the network the service runs in. Set it where organisations do not trust each other.'),
     SERVICE_NOTIFY_TIMEOUT_SECONDS: int(1, 120).default(10).describe('How long one alert delivery (webhook, Slack, SMTP) may take before the attempt counts as failed.'),
     SERVICE_TRUST_PROXY: z.string().default('false').describe('Fastify trustProxy: false, true, a hop count, or a comma-separated list of proxy addresses. Decides the client address used by rate limits.'),
   })
@@ -70,7 +74,7 @@ export const ConfigSchema = z
     daemon: { heartbeatSeconds: e.SERVICE_DAEMON_HEARTBEAT_SECONDS, pollTimeoutSeconds: e.SERVICE_DAEMON_POLL_TIMEOUT_SECONDS },
     jobs: { scanStallSeconds: e.SERVICE_SCAN_STALL_SECONDS, shutdownSeconds: e.SERVICE_JOBS_SHUTDOWN_SECONDS },
     sse: { heartbeatMs: e.SERVICE_SSE_HEARTBEAT_SECONDS * 1000, maxBufferBytes: e.SERVICE_SSE_MAX_BUFFER_BYTES },
-    notify: { timeoutMs: e.SERVICE_NOTIFY_TIMEOUT_SECONDS * 1000 },
+    notify: { timeoutMs: e.SERVICE_NOTIFY_TIMEOUT_SECONDS * 1000, allowPrivate: e.SERVICE_NOTIFY_PRIVATE_TARGETS === 'allow' },
   }));
 
 export type Config = z.output<typeof ConfigSchema>;

@@ -2,8 +2,12 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 
 /** Keys whose values never reach a log line, whatever their depth. */
 const SECRET_KEY = /pass(word|phrase)?|secret|token|authorization|cookie|api[-_]?key|credential|community|private[-_]?key/i;
-/** Tokens the service mints (svk_, svd_, svm_, svs_, svx_ session) and Bearer or Basic credentials inside free text, any case. */
-const SECRET_TEXT = /\b(sv[kdmsx]_[A-Za-z0-9_-]{8,})|(\b(?:Bearer|Basic)\s+)[^\s"',;]+/gi;
+/**
+ * Tokens the service mints (svk_, svd_, svm_, svs_, svx_ session), and Bearer values and Basic
+ * credentials (base64, 8 characters or more, so that "basic auth failed" stays readable) inside
+ * free text, any case.
+ */
+const SECRET_TEXT = /\b(sv[kdmsx]_[A-Za-z0-9_-]{8,})|(\bBearer\s+)[^\s"',;]+|(\bBasic\s+)[A-Za-z0-9+/]{8,}={0,2}/gi;
 const REDACTED = '[redacted]';
 
 /** URL credentials (`scheme://user:password@host`) inside free text. */
@@ -11,7 +15,7 @@ const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@\s]*@/gi;
 
 /** A text with the service's tokens, bearer values and URL passwords masked. */
 export function redactText(text: string): string {
-  return text.replace(SECRET_TEXT, (_m, _tok, bearer) => (bearer ? `${bearer}${REDACTED}` : REDACTED)).replace(URL_PASSWORD, `$1:${REDACTED}@`);
+  return text.replace(SECRET_TEXT, (_m, _tok, bearer, basic) => `${bearer ?? basic ?? ''}${REDACTED}`).replace(URL_PASSWORD, `$1:${REDACTED}@`);
 }
 
 /** Returns a copy of `value` with secret-looking keys and token-looking strings replaced. Never throws. */

@@ -1109,6 +1109,13 @@ describe('text with the NUL character, which PostgreSQL cannot store (issue 4; s
     expect(res.statusCode, res.body).toBe(200);
   });
 
+  it('answers a deeply nested body with a 400, not a stack overflow', async () => {
+    const depth = 100_000;
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/networks', headers: { ...bearer(s.api), 'content-type': 'application/json' }, payload: `{"name":${'['.repeat(depth)}${']'.repeat(depth)},"cidr":"10.30.0.0/24"}` });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'validation_failed' });
+  });
+
   it('refuses one in a query parameter or another route\'s body the same way', async () => {
     const q = await t.app.inject({ method: 'GET', url: '/api/v1/hosts?search=ab%00cd', headers: bearer(s.api) });
     expect(q.statusCode, q.body).toBe(400);

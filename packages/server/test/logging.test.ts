@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../src/admin/admin.service.js';
-import { createLogger, redact } from '../src/logger.js';
+import { createLogger, redact, redactText } from '../src/logger.js';
 import { PASSWORD, type TestApp, bearer, buildTestApp, login, seedMemberWithKey, seedOrg } from './helpers.js';
 
 describe('log redaction (spec 5 rule 7)', () => {
@@ -59,6 +59,13 @@ describe('redact', () => {
     expect(out.nested.deeper).toEqual({ password: '[redacted]', apiKey: '[redacted]', snmpCommunity: '[redacted]' });
     expect(out.list).toEqual([{ token: '[redacted]' }, 'Bearer [redacted]', 'key [redacted]']);
     expect(out.sessionId).toBe('7f0c');
+  });
+
+  it('masks Bearer values and Basic credentials in free text whatever the case, and leaves the words alone', () => {
+    expect(redactText('authorization: bearer abc.def-123 then BEARER xyz')).toBe('authorization: bearer [redacted] then BEARER [redacted]');
+    expect(redactText('sent Authorization: Basic dXNlcjpwYXNzd29yZA== to the hook')).toBe('sent Authorization: Basic [redacted] to the hook');
+    expect(redactText('basic auth failed for the relay')).toBe('basic auth failed for the relay');
+    expect(redactText('postgres://svc:hunter2@db/x')).toBe('postgres://svc:[redacted]@db/x');
   });
 
   it('masks secrets in a logger built for another process too', () => {

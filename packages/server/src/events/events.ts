@@ -33,13 +33,33 @@ export interface EventPayload {
   data: Record<string, unknown>;
 }
 
+/** An event row as read for payloads (eventColumns). */
+export interface EventRow {
+  organisation_id: string;
+  id: string;
+  seq: number;
+  kind: string;
+  severity: EventSeverity;
+  occurred_at: string;
+  subject_type: string;
+  subject_id: string;
+  data: Record<string, unknown>;
+}
+
+/** The columns of an EventRow, of the events table aliased `e`. */
+export const eventColumns = sql`e.organisation_id, e.id, e.seq, e.kind, e.severity, ${rfc3339('e.occurred_at')} as occurred_at, e.subject_type, e.subject_id, e.data`;
+
+export function toPayload(e: EventRow): EventPayload {
+  return {
+    id: e.id, kind: e.kind, severity: e.severity, occurredAt: e.occurred_at, organisationId: e.organisation_id,
+    subject: { type: e.subject_type, id: e.subject_id }, data: e.data,
+  };
+}
+
 /** The organisation's events after `afterSeq`, oldest first, as payloads with their sequence. */
 export async function eventsSince(db: Kysely<DB>, organisationId: string, afterSeq = 0, limit = 500, kind?: string): Promise<(EventPayload & { seq: number })[]> {
-  const r = await sql<{ id: string; seq: number; kind: string; severity: EventSeverity; occurred_at: string; subject_type: string; subject_id: string; data: Record<string, unknown> }>`
-    select id, seq, kind, severity, ${rfc3339('occurred_at')} as occurred_at, subject_type, subject_id, data
-    from events where organisation_id = ${organisationId} and seq > ${afterSeq} ${kind ? sql`and kind = ${kind}` : sql``} order by seq limit ${limit}`.execute(db);
-  return r.rows.map((e) => ({
-    id: e.id, seq: Number(e.seq), severity: e.severity, kind: e.kind, occurredAt: e.occurred_at, organisationId,
-    subject: { type: e.subject_type, id: e.subject_id }, data: e.data,
-  }));
+  const r = await sql<EventRow>`
+    select ${eventColumns} from events e
+    where e.organisation_id = ${organisationId} and e.seq > ${afterSeq} ${kind ? sql`and e.kind = ${kind}` : sql``} order by e.seq limit ${limit}`.execute(db);
+  return r.rows.map((e) => ({ ...toPayload(e), seq: Number(e.seq) }));
 }

@@ -48,21 +48,35 @@ function responseSerializer({ schema }: { schema: unknown }) {
   return fastJson(z.toJSONSchema(schema as z.ZodType, { target: 'openapi-3.0', io: 'output', unrepresentable: 'any' }) as never);
 }
 
-/** The dotted path of the first string (or key) in `value` holding U+0000, or null. */
+/**
+ * The dotted path of the first string (or key) in `value` holding U+0000, or null. Walked with an
+ * explicit stack and parent links (a path is built only for the finding), so a deeply nested body
+ * costs time in proportion to its size and cannot overflow the call stack.
+ */
 export function nulPath(value: unknown, path: (string | number)[]): string | null {
-  if (typeof value === 'string') return value.includes('\0') ? path.join('.') : null;
-  if (value === null || typeof value !== 'object') return null;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const p = nulPath(value[i], [...path, i]);
-      if (p) return p;
-    }
-    return null;
+  interface Node {
+    v: unknown;
+    key: string | number;
+    up: Node | null;
   }
-  for (const [k, v] of Object.entries(value)) {
-    if (k.includes('\0')) return [...path, k.replace(/\0/g, '\\u0000')].join('.');
-    const p = nulPath(v, [...path, k]);
-    if (p) return p;
+  const pathOf = (n: Node | null, last?: string): string => {
+    const keys: (string | number)[] = last === undefined ? [] : [last];
+    for (let x = n; x; x = x.up) keys.push(x.key);
+    return [...path, ...keys.reverse().slice(1)].join('.');
+  };
+  const stack: Node[] = [{ v: value, key: '', up: null }];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    const v = n.v;
+    if (typeof v === 'string') {
+      if (v.includes('\0')) return pathOf(n);
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], key: i, up: n });
+    } else if (v !== null && typeof v === 'object') {
+      const entries = Object.entries(v);
+      for (const [k] of entries) if (k.includes('\0')) return pathOf(n, k.replace(/\0/g, '\\u0000'));
+      for (let i = entries.length - 1; i >= 0; i--) stack.push({ v: entries[i]![1], key: entries[i]![0], up: n });
+    }
   }
   return null;
 }
@@ -169,7 +183,7 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   app.decorate('jobWaiters', waiters); // long polls waiting in this process (for metrics and tests)
   app.addHook('preClose', async () => waiters.stop()); // wake long polls so close does not wait 60 s
   registerDaemonRoutes(app, { db: database.db, config, waiters });
-  registerNotificationRoutes(app, { db: database.db, secretKey, baseUrl: config.baseUrl, timeoutMs: config.notify.timeoutMs });
+  registerNotificationRoutes(app, { db: database.db, secretKey, baseUrl: config.baseUrl, timeoutMs: config.notify.timeoutMs, allowPrivate: config.notify.allowPrivate });
   const streams = new ChangeStreams(database, logger.child({ component: 'sse' }), config.sse);
   app.decorate('changeStreams', streams); // the live streams of this process (for tests and the benchmark)
   app.addHook('preClose', async () => streams.stop()); // end the streams so close does not wait for them

@@ -236,7 +236,7 @@ export function coreJobs(config: Pick<Config, 'jobs' | 'baseUrl' | 'notify'>, de
   return [
     scanSchedule(),
     scanStall(config),
-    notifyDeliver({ secretKey: deps.secretKey, send: { baseUrl: config.baseUrl, timeoutMs: config.notify.timeoutMs } }),
+    notifyDeliver({ secretKey: deps.secretKey, send: { baseUrl: config.baseUrl, timeoutMs: config.notify.timeoutMs, allowPrivate: config.notify.allowPrivate } }),
     topologyDependencies(),
     notifyCertificates(),
     inventorySnapshot(),

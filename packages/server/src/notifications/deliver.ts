@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
-import type { EventPayload, EventSeverity } from '../events/events.js';
+import { type EventPayload, type EventRow, eventColumns, toPayload } from '../events/events.js';
 import type { JobDefinition, OrganisationOutcome } from '../jobs/runner.js';
 import { type DestinationConfig, type DestinationKind, openConfig } from './destinations.js';
 import { type SendOptions, type SendOutcome, send } from './senders.js';
@@ -58,16 +58,11 @@ async function claim(db: Kysely<DB>, at: Date, limit: number, lease: number): Pr
 }
 
 async function payloads(db: Kysely<DB>, claimed: Claimed[]): Promise<Map<string, EventPayload>> {
-  const r = await sql<{ organisation_id: string; id: string; kind: string; severity: EventSeverity; occurred_at: string; subject_type: string; subject_id: string; data: Record<string, unknown> }>`
-    select e.organisation_id, e.id, e.kind, e.severity, ${rfc3339('e.occurred_at')} as occurred_at, e.subject_type, e.subject_id, e.data
+  const r = await sql<EventRow>`
+    select ${eventColumns}
     from unnest(${claimed.map((c) => c.organisation_id)}::uuid[], ${claimed.map((c) => c.event_id)}::uuid[]) as k(o, i)
     join events e on e.organisation_id = k.o and e.id = k.i`.execute(db);
-  return new Map(
-    r.rows.map((e) => [
-      e.id,
-      { id: e.id, kind: e.kind, severity: e.severity, occurredAt: e.occurred_at, organisationId: e.organisation_id, subject: { type: e.subject_type, id: e.subject_id }, data: e.data },
-    ]),
-  );
+  return new Map(r.rows.map((e) => [e.id, toPayload(e)]));
 }
 
 /** Records an attempt and moves the delivery on: delivered, due again after its backoff, or dead. */
@@ -81,7 +76,7 @@ async function record(db: Kysely<DB>, c: Claimed, o: SendOutcome, at: Date): Pro
     with d as (
       update notification_deliveries set attempts = ${attempt}, claimed_until = null, last_status = ${o.statusCode}, last_error = ${o.error},
         state = ${next === 'retry' ? 'pending' : next}, next_attempt_at = ${nextAt}, delivered_at = ${next === 'delivered' ? at : null}, updated_at = now()
-      where organisation_id = ${c.organisation_id} and id = ${c.id}
+      where organisation_id = ${c.organisation_id} and id = ${c.id} and attempts = ${c.attempts} -- not recorded twice, should a lease have run out
       returning organisation_id, id
     )
     insert into notification_attempts (organisation_id, delivery_id, attempt, attempted_at, duration_ms, status_code, error)
@@ -113,7 +108,7 @@ export function notifyDeliver(opts: DeliverOptions): JobDefinition {
     intervalMs: 60_000,
     async run({ db, now, signal, logger }) {
       const started = performance.now();
-      const sendOptions: SendOptions = { timeoutMs: 10_000, userAgent: 'Surveyor-Notifications/1', baseUrl: '', ...opts.send };
+      const sendOptions: SendOptions = { timeoutMs: 10_000, userAgent: 'Surveyor-Notifications/1', baseUrl: '', allowPrivate: true, ...opts.send };
       const totals = { delivered: 0, retry: 0, dead: 0 };
       const organisations = new Map<string, OrganisationOutcome>();
       const settings = new Map<string, DestinationConfig | Error>();

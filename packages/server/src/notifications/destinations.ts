@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import {
   type CreateDestinationRequest,
   defaultDestinationEvents,
@@ -46,12 +46,14 @@ function view(r: Row) {
 /** The sealed settings are bound to their row (organisation and id): a copied value does not open elsewhere. */
 const context = (organisationId: string, id: string) => `notification_destination:${organisationId}:${id}`;
 
-/** Where a destination sends, with what could be a credential left out (query strings, user info, Slack paths). */
+/**
+ * Where a destination sends, with what could be a credential left out: of a URL only its scheme
+ * and host (webhook paths often are the token: Slack, Discord, Teams, Mattermost).
+ */
 export function targetOf(d: DestinationConfig): string {
   if (d.kind === 'email') return `smtp://${d.config.host}:${d.config.port} → ${d.config.to.join(', ')}`;
   const u = new URL(d.config.url);
-  if (d.kind === 'slack') return `${u.protocol}//${u.host}/…`;
-  return `${u.protocol}//${u.host}${u.pathname}${u.search ? '?…' : ''}`;
+  return `${u.protocol}//${u.host}/…`;
 }
 
 const columns = sql`id, name, kind, enabled, event_kinds, min_severity, target, config_sealed, ${rfc3339('created_at')} as created_at, ${rfc3339('updated_at')} as updated_at`;
@@ -86,7 +88,7 @@ export async function createDestination(db: Kysely<DB>, key: Buffer, organisatio
   let generated: string | undefined;
   const settings = { kind: input.kind, config: { ...input.config } } as DestinationConfig;
   if (settings.kind === 'webhook' && !settings.config.secret) settings.config.secret = generated = randomBytes(32).toString('base64url');
-  const id = (await sql<{ id: string }>`select gen_random_uuid() as id`.execute(db)).rows[0]!.id;
+  const id = randomUUID();
   const row = await sql<Row>`
     insert into notification_destinations (organisation_id, id, name, kind, enabled, event_kinds, min_severity, target, config_sealed)
     values (${organisationId}, ${id}, ${input.name}, ${input.kind}, ${input.enabled ?? true}, ${input.events ?? [...defaultDestinationEvents]}::text[],

@@ -1,5 +1,8 @@
 import { createHmac } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { BlockList, isIP } from 'node:net';
 import nodemailer from 'nodemailer';
+import { Agent, fetch } from 'undici';
 import type { EventPayload } from '../events/events.js';
 import { redactText } from '../logger.js';
 import type { DestinationConfig } from './destinations.js';
@@ -18,6 +21,58 @@ export interface SendOptions {
   userAgent: string;
   /** Links in messages (e.g. the service's base URL). */
   baseUrl: string;
+  /** False (SERVICE_NOTIFY_PRIVATE_TARGETS=deny): refuse destinations that resolve to loopback, private or link-local addresses. */
+  allowPrivate: boolean;
+}
+
+/** Loopback, private, link-local, CGNAT, unspecified and unique-local ranges: inside the network the service runs in. */
+const PRIVATE = new BlockList();
+for (const [net, bits] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.168.0.0', 16]] as const) PRIVATE.addSubnet(net, bits, 'ipv4');
+for (const [net, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10]] as const) PRIVATE.addSubnet(net, bits, 'ipv6');
+
+export function isPrivateAddress(address: string): boolean {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
+  if (mapped) return PRIVATE.check(mapped, 'ipv4');
+  const family = isIP(address);
+  return family === 0 ? true : PRIVATE.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+class PrivateTargetError extends Error {
+  readonly code = 'EPRIVATETARGET';
+  constructor(host: string, address: string) {
+    super(`${host} resolves to ${address}, a private or loopback address (SERVICE_NOTIFY_PRIVATE_TARGETS=deny)`);
+  }
+}
+
+/** Resolves `host` to one address, refusing a private one unless allowed. */
+async function resolveTarget(host: string, allowPrivate: boolean): Promise<{ address: string; family: number }> {
+  const bare = host.replace(/^\[|\]$/g, '');
+  const found = isIP(bare) ? { address: bare, family: isIP(bare) } : await lookup(bare);
+  if (!allowPrivate && isPrivateAddress(found.address)) throw new PrivateTargetError(bare, found.address);
+  return found;
+}
+
+/**
+ * The HTTP client of deliveries: connections go to the address checked at connect time (no
+ * second, unchecked DNS answer), refusing private ones when so configured.
+ */
+const agents = new Map<boolean, Agent>();
+function agentFor(allowPrivate: boolean): Agent {
+  let a = agents.get(allowPrivate);
+  if (!a) {
+    a = new Agent({
+      connect: {
+        lookup: (hostname, _options, callback) => {
+          resolveTarget(hostname, allowPrivate).then(
+            (r) => callback(null, r.address, r.family),
+            (err: Error) => callback(err as NodeJS.ErrnoException, '', 0),
+          );
+        },
+      },
+    });
+    agents.set(allowPrivate, a);
+  }
+  return a;
 }
 
 /** decisions.md: `X-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">`. */
@@ -53,10 +108,13 @@ export function summary(e: EventPayload): string {
   }
 }
 
+/** Slack's control characters, so that text from the network or a feed cannot mention @channel or hide a link. */
+const slackEscape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
 const finish = (t0: number, o: Omit<SendOutcome, 'durationMs'>): SendOutcome => ({ ...o, error: o.error === null ? null : redactText(o.error).slice(0, 1000), durationMs: Math.round(performance.now() - t0) });
 
-/** decisions.md: a 4xx is final, except 408 and 429; a 5xx or no answer is retried. */
-const retryableStatus = (s: number) => s >= 500 || s === 408 || s === 429;
+/** decisions.md: a 4xx is final, except 408 and 429; anything else that is not a success (5xx, a redirect) is retried. */
+const retryableStatus = (s: number) => !(s >= 400 && s < 500) || s === 408 || s === 429;
 
 /**
  * POSTs JSON. User info in the URL is sent as Basic authorization (fetch refuses URLs holding
@@ -71,6 +129,9 @@ async function post(url: string, body: string, headers: Record<string, string>, 
     target.password = '';
   }
   const scrub = (text: string) => text.split(url).join('<url>').split(target.href).join('<url>');
+  // A name is checked when the connection resolves it (the agent's lookup); an address literal never is.
+  const literal = target.hostname.replace(/^\[|\]$/g, '');
+  if (!opts.allowPrivate && isIP(literal) && isPrivateAddress(literal)) return { ok: false, statusCode: null, error: new PrivateTargetError(literal, literal).message, retry: false };
   try {
     const res = await fetch(target, {
       method: 'POST',
@@ -78,12 +139,16 @@ async function post(url: string, body: string, headers: Record<string, string>, 
       headers: { 'content-type': 'application/json', 'user-agent': opts.userAgent, ...auth, ...headers },
       redirect: 'manual', // a redirect is an answer, not a place to re-send a signed body to
       signal: AbortSignal.timeout(opts.timeoutMs),
+      dispatcher: agentFor(opts.allowPrivate),
     });
-    const text = (await res.text().catch(() => '')).slice(0, 300);
+    // The answer's body is not kept: the status says what happened, and a body read back to the
+    // organisation's admins would let them read services the server can reach.
+    await res.body?.cancel().catch(() => {});
     if (res.status >= 200 && res.status < 300) return { ok: true, statusCode: res.status, error: null, retry: false };
-    return { ok: false, statusCode: res.status, error: scrub(`HTTP ${res.status}${text ? `: ${text}` : ''}`), retry: retryableStatus(res.status) };
+    return { ok: false, statusCode: res.status, error: `HTTP ${res.status}`, retry: retryableStatus(res.status) };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string; message?: string } };
+    if (e.cause instanceof PrivateTargetError) return { ok: false, statusCode: null, error: scrub(e.cause.message), retry: false };
     const why = e.name === 'TimeoutError' ? `no answer within ${opts.timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message);
     return { ok: false, statusCode: null, error: scrub(String(why)), retry: true };
   }
@@ -99,12 +164,21 @@ export async function send(dest: DestinationConfig, event: EventPayload, opts: S
   }
   if (dest.kind === 'slack') {
     const icon = event.severity === 'critical' ? ':red_circle:' : event.severity === 'warning' ? ':warning:' : ':information_source:';
-    const body = JSON.stringify({ text: `${icon} *${event.kind}* ${summary(event)}` });
+    const body = JSON.stringify({ text: `${icon} *${event.kind}* ${slackEscape(summary(event))}` });
     return finish(t0, await post(dest.config.url, body, {}, opts));
   }
   const c = dest.config;
+  let address: string;
+  try {
+    address = (await resolveTarget(c.host, opts.allowPrivate)).address;
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    return finish(t0, { ok: false, statusCode: null, error: e.message || e.code || 'cannot resolve the SMTP host', retry: !(err instanceof PrivateTargetError) });
+  }
   const transport = nodemailer.createTransport({
-    host: c.host,
+    // Connect to the address checked above; TLS still verifies the name.
+    host: address,
+    ...(isIP(c.host) ? {} : { servername: c.host }),
     port: c.port,
     secure: c.secure,
     requireTLS: c.requireTls,
@@ -113,22 +187,31 @@ export async function send(dest: DestinationConfig, event: EventPayload, opts: S
     greetingTimeout: opts.timeoutMs,
     socketTimeout: opts.timeoutMs,
   });
+  // One deadline for the whole exchange (nodemailer's timeouts are per step, and idle-based).
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      transport.close();
+      reject(Object.assign(new Error(`no answer within ${opts.timeoutMs} ms`), { code: 'ETIMEDOUT' }));
+    }, opts.timeoutMs);
+  });
   try {
-    const info = await transport.sendMail({
+    const info = await Promise.race([deadline, transport.sendMail({
       from: c.from,
       to: c.to,
       subject: `[Surveyor] ${event.severity}: ${summary(event)}`.slice(0, 250),
       text: `${summary(event)}\n\nEvent:    ${event.kind}\nSeverity: ${event.severity}\nAt:       ${event.occurredAt}\nSubject:  ${event.subject.type} ${event.subject.id}\n\n${JSON.stringify(event.data, null, 2)}\n\n${opts.baseUrl}\n`,
       headers: { 'X-Surveyor-Event': event.kind, 'X-Surveyor-Event-Id': event.id },
-    });
+    })]);
     const code = Number(/^(\d{3})/.exec(String(info.response))?.[1] ?? 250);
     return finish(t0, { ok: true, statusCode: code, error: null, retry: false });
   } catch (err) {
     const e = err as Error & { responseCode?: number; code?: string };
     // SMTP 5xx is a permanent refusal (bad recipient, auth failed); 4xx and connection failures are temporary.
     const code = typeof e.responseCode === 'number' ? e.responseCode : null;
-    return finish(t0, { ok: false, statusCode: code, error: e.message || e.code || 'SMTP failure', retry: code === null || code < 500 || e.code === 'ETIMEDOUT' });
+    return finish(t0, { ok: false, statusCode: code, error: e.message || e.code || 'SMTP failure', retry: code === null || code < 500 });
   } finally {
+    clearTimeout(timer);
     transport.close();
   }
 }
