@@ -10,7 +10,7 @@ import { coreJobs } from '../src/jobs/definitions.js';
 import { type JobContext, JobRunner, type TickResult } from '../src/jobs/runner.js';
 import { createLogger } from '../src/logger.js';
 import { notifyDeliver } from '../src/notifications/deliver.js';
-import { isPrivateAddress } from '../src/notifications/senders.js';
+import { isPrivateAddress, sendOptions } from '../src/notifications/senders.js';
 import { type SeededOrg, type TestApp, type TestDatabase, TEST_DATABASE_URL, bearer, buildTestApp, createTestDatabase, login, seedMemberWithKey, seedOrg } from './helpers.js';
 
 // Alerts (spec 4.6, 5, 6, 7; decisions.md "Events and alerts"): notification destinations through
@@ -997,7 +997,7 @@ if (TEST_DATABASE_URL) describe('two workers in separate PostgreSQL sessions', (
     try {
       const at = soon();
       const ctx = (db: typeof other.db): JobContext => ({ db, logger: createLogger('silent'), now: () => at, signal: new AbortController().signal });
-      const job = notifyDeliver({ secretKey: t.secretKey, send: { timeoutMs: 5 * SECOND } });
+      const job = notifyDeliver({ secretKey: t.secretKey, send: { ...sendOptions(t.config), timeoutMs: 5 * SECOND } });
       const [ra, rb] = await Promise.all([job.run(ctx(t.database.db)), job.run(ctx(other.db))]);
       const ta = ra!.detail as { delivered: number; retry: number; dead: number };
       const tb = rb!.detail as { delivered: number; retry: number; dead: number };

@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
 import { daemonPrincipal } from '../http/principals.js';
+import { noteNulEscape } from '../http/nul.js';
 import { addRoute } from '../http/route.js';
 import { ingestFlows } from '../ingest/flows.js';
 import { ingestObservationBatch } from '../ingest/ingest.service.js';
@@ -29,8 +30,7 @@ export function registerDaemonRoutes(app: FastifyInstance, deps: { db: Kysely<DB
     ingest.removeContentTypeParser('application/json');
     ingest.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
       if (body === '') return done(Object.assign(new Error('The body is empty but declared as JSON.'), { statusCode: 400, code: 'FST_ERR_CTP_EMPTY_JSON_BODY' }), undefined);
-      // JSON can carry NUL only as the escape: without it the NUL walk (app.ts) is skipped.
-      (request as { nulFree?: boolean }).nulFree = !(body as string).includes('\\u0000');
+      noteNulEscape(request, body as string);
       try {
         done(null, JSON.parse(body as string));
       } catch (err) {

@@ -4,6 +4,7 @@ import fastifyCookie from '@fastify/cookie';
 import { type RouteDef, problemCodes, routes } from '@surveyor/contract';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
+import { mayHoldNul, noteNulEscape, nulPath } from './nul.js';
 import fastJson from 'fast-json-stringify';
 import { z } from 'zod';
 import FindMyWay from 'find-my-way';
@@ -21,6 +22,7 @@ import { ChangeStreams } from '../events/sse.js';
 import { registerSseRoutes } from '../events/sse.routes.js';
 import { registerMetricsRoutes } from '../metrics/metrics.routes.js';
 import { registerNotificationRoutes } from '../notifications/notifications.routes.js';
+import { sendOptions } from '../notifications/senders.js';
 import { registerTopologyRoutes } from '../topology/topology.routes.js';
 import { registerInventoryRoutes } from '../inventory/inventory.routes.js';
 import { registerAuthHook } from './auth-hook.js';
@@ -48,38 +50,6 @@ function responseSerializer({ schema }: { schema: unknown }) {
   return fastJson(z.toJSONSchema(schema as z.ZodType, { target: 'openapi-3.0', io: 'output', unrepresentable: 'any' }) as never);
 }
 
-/**
- * The dotted path of the first string (or key) in `value` holding U+0000, or null. Walked with an
- * explicit stack and parent links (a path is built only for the finding), so a deeply nested body
- * costs time in proportion to its size and cannot overflow the call stack.
- */
-export function nulPath(value: unknown, path: (string | number)[]): string | null {
-  interface Node {
-    v: unknown;
-    key: string | number;
-    up: Node | null;
-  }
-  const pathOf = (n: Node | null, last?: string): string => {
-    const keys: (string | number)[] = last === undefined ? [] : [last];
-    for (let x = n; x; x = x.up) keys.push(x.key);
-    return [...path, ...keys.reverse().slice(1)].join('.');
-  };
-  const stack: Node[] = [{ v: value, key: '', up: null }];
-  while (stack.length > 0) {
-    const n = stack.pop()!;
-    const v = n.v;
-    if (typeof v === 'string') {
-      if (v.includes('\0')) return pathOf(n);
-    } else if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], key: i, up: n });
-    } else if (v !== null && typeof v === 'object') {
-      const entries = Object.entries(v);
-      for (const [k] of entries) if (k.includes('\0')) return pathOf(n, k.replace(/\0/g, '\\u0000'));
-      for (let i = entries.length - 1; i >= 0; i--) stack.push({ v: entries[i]![1], key: entries[i]![0], up: n });
-    }
-  }
-  return null;
-}
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -134,6 +104,14 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   });
   // Bodies are JSON only: anything else is 415 unsupported_media_type, not a string to validate.
   app.removeContentTypeParser('text/plain');
+  // Fastify's own JSON parser (prototype-poisoning checks included), noting whether the text can
+  // hold a NUL at all (see the preValidation hook below).
+  const defaultJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    noteNulEscape(request, body as string);
+    defaultJson(request, body as string, done);
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializer);
 
@@ -143,11 +121,10 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   });
 
   // PostgreSQL text and jsonb cannot hold NUL (U+0000): a string with one is refused here, with
-  // its path, instead of failing deep in a statement. A body walk only where JSON could carry
-  // one (the ingest parser skips it for bodies without the `\u0000` escape).
+  // its path, instead of failing deep in a statement. The body is walked only when its JSON text
+  // has the `\u0000` escape (the only way JSON carries a NUL), as every JSON parser notes.
   app.addHook('preValidation', async (request) => {
-    const where =
-      nulPath(request.query, ['query']) ?? nulPath(request.params, ['params']) ?? ((request as { nulFree?: boolean }).nulFree ? null : nulPath(request.body, ['body']));
+    const where = nulPath(request.query, ['query']) ?? nulPath(request.params, ['params']) ?? (mayHoldNul(request) ? nulPath(request.body, ['body']) : null);
     if (where) throw new AppError('validation_failed', 'Text may not contain the NUL character (\\u0000).', { issues: [{ path: where, message: 'must not contain the NUL character (\\u0000)' }] });
   });
 
@@ -183,7 +160,7 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   app.decorate('jobWaiters', waiters); // long polls waiting in this process (for metrics and tests)
   app.addHook('preClose', async () => waiters.stop()); // wake long polls so close does not wait 60 s
   registerDaemonRoutes(app, { db: database.db, config, waiters });
-  registerNotificationRoutes(app, { db: database.db, secretKey, baseUrl: config.baseUrl, timeoutMs: config.notify.timeoutMs, allowPrivate: config.notify.allowPrivate });
+  registerNotificationRoutes(app, { db: database.db, secretKey, send: sendOptions(config) });
   const streams = new ChangeStreams(database, logger.child({ component: 'sse' }), config.sse);
   app.decorate('changeStreams', streams); // the live streams of this process (for tests and the benchmark)
   app.addHook('preClose', async () => streams.stop()); // end the streams so close does not wait for them

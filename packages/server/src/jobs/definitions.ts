@@ -6,6 +6,7 @@ import { takeScheduledSnapshot } from '../inventory/inventory.service.js';
 import { pruneFlows } from '../ingest/flows.js';
 import { announceExpiringCertificates } from '../notifications/certificates.js';
 import { notifyDeliver } from '../notifications/deliver.js';
+import { sendOptions } from '../notifications/senders.js';
 import { createScan } from '../scans/scans.service.js';
 import { rebuildDependencies } from '../topology/dependencies.js';
 import { type JobDefinition, type JobResult, type OrganisationOutcome, OrganisationsFailed, isTransient } from './runner.js';
@@ -169,20 +170,36 @@ async function markQuietDaemonsOffline(db: Kysely<DB>, at: Date): Promise<{ orga
   return r.rows;
 }
 
+/**
+ * perOrganisation over every organisation, the job's detail carrying under `key` the sum of
+ * `count` over the organisations' details.
+ */
+async function everyOrganisation(db: Kysely<DB>, key: string, fn: (org: string) => Promise<Record<string, unknown>>, count: (detail: Record<string, unknown>) => number): Promise<JobResult> {
+  let total = 0;
+  const result = await perOrganisation(await organisations(db), async (org) => {
+    const detail = await fn(org);
+    total += count(detail);
+    return detail;
+  });
+  return { ...result, detail: { ...result.detail, [key]: total } };
+}
+
 /** inventory.snapshot (1 h): today's scheduled snapshot of every organisation, if not taken yet. */
 export function inventorySnapshot(): JobDefinition {
   return {
     name: 'inventory.snapshot',
     intervalMs: HOUR,
-    async run({ db, now }) {
-      let created = 0;
+    run({ db, now }) {
       const at = now();
-      const result = await perOrganisation(await organisations(db), async (org) => {
-        const r = await takeScheduledSnapshot(db, org, at);
-        if (r.created) created++;
-        return { created: r.created, snapshotId: r.snapshot.id };
-      });
-      return { ...result, detail: { ...result.detail, created } };
+      return everyOrganisation(
+        db,
+        'created',
+        async (org) => {
+          const r = await takeScheduledSnapshot(db, org, at);
+          return { created: r.created, snapshotId: r.snapshot.id };
+        },
+        (d) => (d.created ? 1 : 0),
+      );
     },
   };
 }
@@ -197,17 +214,20 @@ export function topologyDependencies(): JobDefinition {
     intervalMs: HOUR,
     async run({ db, now }) {
       const at = now();
-      let edges = 0;
-      const result = await perOrganisation(await organisations(db), async (org) => {
-        const r = await rebuildDependencies(db, org, at);
-        edges += r.edges;
-        return { edges: r.edges, topologies: r.topologies.length };
-      });
+      const result = await everyOrganisation(
+        db,
+        'edges',
+        async (org) => {
+          const r = await rebuildDependencies(db, org, at);
+          return { edges: r.edges, topologies: r.topologies.length };
+        },
+        (d) => d.edges as number,
+      );
       // Pruning failing (the database, not a busy table: that is skipped) does not undo the rebuild: it says so in the detail.
       const pruned = await pruneFlows(db, at).catch((err) => ({ error: String((err as Error)?.message ?? err), partitions: [], busy: [], batches: 0 }));
       return {
         ...result,
-        detail: { ...result.detail, edges, prunedPartitions: pruned.partitions, busyPartitions: pruned.busy, prunedBatches: pruned.batches, ...('error' in pruned ? { pruneError: pruned.error } : {}) },
+        detail: { ...result.detail, prunedPartitions: pruned.partitions, busyPartitions: pruned.busy, prunedBatches: pruned.batches, ...('error' in pruned ? { pruneError: pruned.error } : {}) },
       };
     },
   };
@@ -218,15 +238,9 @@ export function notifyCertificates(): JobDefinition {
   return {
     name: 'notify.certificates',
     intervalMs: HOUR,
-    async run({ db, now }) {
+    run({ db, now }) {
       const at = now();
-      let announced = 0;
-      const result = await perOrganisation(await organisations(db), async (org) => {
-        const r = await announceExpiringCertificates(db, org, at);
-        announced += r.announced;
-        return r;
-      });
-      return { ...result, detail: { ...result.detail, announced } };
+      return everyOrganisation(db, 'announced', (org) => announceExpiringCertificates(db, org, at), (d) => d.announced as number);
     },
   };
 }
@@ -236,7 +250,7 @@ export function coreJobs(config: Pick<Config, 'jobs' | 'baseUrl' | 'notify'>, de
   return [
     scanSchedule(),
     scanStall(config),
-    notifyDeliver({ secretKey: deps.secretKey, send: { baseUrl: config.baseUrl, timeoutMs: config.notify.timeoutMs, allowPrivate: config.notify.allowPrivate } }),
+    notifyDeliver({ secretKey: deps.secretKey, send: sendOptions(config) }),
     topologyDependencies(),
     notifyCertificates(),
     inventorySnapshot(),

@@ -22,7 +22,7 @@ const TICK_BUDGET_MS = 45_000;
 
 export interface DeliverOptions {
   secretKey: Buffer;
-  send?: Partial<SendOptions>;
+  send: SendOptions;
 }
 
 interface Claimed {
@@ -108,7 +108,7 @@ export function notifyDeliver(opts: DeliverOptions): JobDefinition {
     intervalMs: 60_000,
     async run({ db, now, signal, logger }) {
       const started = performance.now();
-      const sendOptions: SendOptions = { timeoutMs: 10_000, userAgent: 'Surveyor-Notifications/1', baseUrl: '', allowPrivate: true, ...opts.send };
+      const sendOptions = opts.send;
       const totals = { delivered: 0, retry: 0, dead: 0 };
       const organisations = new Map<string, OrganisationOutcome>();
       const settings = new Map<string, DestinationConfig | Error>();

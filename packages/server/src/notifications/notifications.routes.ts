@@ -8,10 +8,10 @@ import { sessionPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import { listDeliveries } from './deliver.js';
 import * as destinations from './destinations.js';
-import { send } from './senders.js';
+import { type SendOptions, send } from './senders.js';
 
 /** Settings → Notifications (internal, admin session): destinations, a test send, deliveries, events. */
-export function registerNotificationRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; secretKey: Buffer; baseUrl: string; timeoutMs: number; allowPrivate: boolean }): void {
+export function registerNotificationRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; secretKey: Buffer; send: SendOptions }): void {
   const { db, secretKey } = deps;
   const org = (request: Parameters<typeof sessionPrincipal>[0]) => sessionPrincipal(request).organisationId;
 
@@ -43,7 +43,7 @@ export function registerNotificationRoutes(app: FastifyInstance, deps: { db: Kys
       subject: { type: 'notification_destination', id: d.id },
       data: { name: d.name, message: 'A test of this destination from Surveyor.' },
     };
-    const o = await send(d.settings, event, { timeoutMs: deps.timeoutMs, userAgent: 'Surveyor-Notifications/1', baseUrl: deps.baseUrl, allowPrivate: deps.allowPrivate });
+    const o = await send(d.settings, event, deps.send);
     return { ok: o.ok, statusCode: o.statusCode, error: o.error, durationMs: o.durationMs };
   });
 

@@ -3,6 +3,7 @@ import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 import nodemailer from 'nodemailer';
 import { Agent, fetch } from 'undici';
+import type { Config } from '../config.js';
 import type { EventPayload } from '../events/events.js';
 import { redactText } from '../logger.js';
 import type { DestinationConfig } from './destinations.js';
@@ -23,6 +24,11 @@ export interface SendOptions {
   baseUrl: string;
   /** False (SERVICE_NOTIFY_PRIVATE_TARGETS=deny): refuse destinations that resolve to loopback, private or link-local addresses. */
   allowPrivate: boolean;
+}
+
+/** How this deployment sends alerts (the job and the admin test endpoint alike). */
+export function sendOptions(config: Pick<Config, 'baseUrl' | 'notify'>): SendOptions {
+  return { timeoutMs: config.notify.timeoutMs, allowPrivate: config.notify.allowPrivate, baseUrl: config.baseUrl, userAgent: 'Surveyor-Notifications/1' };
 }
 
 /** Loopback, private, link-local, CGNAT, unspecified and unique-local ranges: inside the network the service runs in. */
