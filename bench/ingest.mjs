@@ -11,11 +11,11 @@
 //      (target: at least 50%).
 //   3. 5,000 concurrent long polls held by one web process (a child process): its RSS, and the
 //      time from a POST /api/v1/scans answer to the waiting poll's answer (p99 < 50 ms).
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { Worker } from 'node:worker_threads';
+import { startServe } from './serve.mjs';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -212,22 +212,11 @@ await pool.end();
 
 // --- 3. long polls --------------------------------------------------------------------------------
 // The web process is a child `surveyor serve`, so its RSS is its own.
-const child = spawn(process.execPath, [fileURLToPath(new URL('../packages/server/bin/surveyor.js', import.meta.url)), 'serve'], {
-  env: { ...process.env, DATABASE_URL: `${URL_}${URL_.includes('?') ? '&' : '?'}options=-c%20search_path%3D${SCHEMA}`, SERVICE_SECRET_KEY: randomBytes(32).toString('hex'), SERVICE_PORT: '0', SERVICE_LOG_LEVEL: 'warn', SERVICE_RATE_LIMIT_DAEMON_PER_MINUTE: '1000000', SERVICE_RATE_LIMIT_KEY_PER_MINUTE: '1000000', SERVICE_DB_POOL_MAX: '20', SERVICE_JOBS_IN_WEB: 'false' },
-  stdio: ['ignore', 'pipe', 'inherit'],
+const { child, port: childPort, rssMb } = await startServe({
+  url: URL_,
+  schema: SCHEMA,
+  env: { SERVICE_RATE_LIMIT_DAEMON_PER_MINUTE: '1000000', SERVICE_RATE_LIMIT_KEY_PER_MINUTE: '1000000', SERVICE_DB_POOL_MAX: '20' },
 });
-// The child never outlives this script, even when it fails.
-process.on('exit', () => child.kill('SIGKILL'));
-const childUrl = await new Promise((resolve, reject) => {
-  let text = '';
-  child.stdout.on('data', (d) => {
-    text += d;
-    const m = /listening on (http:\/\/\S+)/.exec(text);
-    if (m) resolve(m[1]);
-  });
-  child.on('exit', (code) => reject(new Error(`serve exited ${code}`)));
-});
-const childPort = Number(new URL(childUrl).port);
 const pollAgent = new http.Agent({ keepAlive: true, maxSockets: POLLS + 100 });
 function childPost(path, headers, body) {
   return new Promise((resolve, reject) => {
@@ -261,7 +250,7 @@ const holds = daemonIds.map((id) => {
   return p;
 });
 await new Promise((r) => setTimeout(r, 4000)); // every poll is now waiting
-const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]);
+const rss = rssMb();
 const latencies = [];
 for (let i = 0; i < SAMPLES; i++) {
   const scan = await childPost('/api/v1/scans', { authorization: `Bearer ${apiKey.token}` }, { networkId: nets[i] });
@@ -280,7 +269,7 @@ say(`${POLLS.toLocaleString('en')} daemons each holding a 60 s job poll on one w
 say();
 say('| figure | value | target |');
 say('|---|---|---|');
-say(`| RSS of the web process while ${POLLS.toLocaleString('en')} polls wait | **${Math.round(rssKb / 1024)} MB** | < 300 MB |`);
+say(`| RSS of the web process while ${POLLS.toLocaleString('en')} polls wait | **${rss} MB** | < 300 MB |`);
 say(`| POST /api/v1/scans answered → waiting poll answered, p50 | ${p50.toFixed(1)} ms | |`);
 say(`| same, p99 (${SAMPLES} scans) | **${p99.toFixed(1)} ms** | < 50 ms |`);
 say();

@@ -5,11 +5,11 @@
 // Baseline in the same run: the same measurement with one client. The clients run in worker
 // threads of this script, so their parsing is not charged to the web process.
 import http from 'node:http';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { startServe } from './serve.mjs';
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -70,33 +70,10 @@ if (!isMainThread) {
   const { organisationId: org } = await admin.createOrganisation(database.db, { type: 'cli' }, { name: 'sse', ownerEmail: 'sse@bench.test', ownerPassword: password });
   await database.close();
 
-  const child = spawn(process.execPath, [fileURLToPath(new URL('../packages/server/bin/surveyor.js', import.meta.url)), 'serve'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: `${URL_}${URL_.includes('?') ? '&' : '?'}options=-c%20search_path%3D${SCHEMA}`,
-      SERVICE_SECRET_KEY: randomBytes(32).toString('hex'),
-      SERVICE_PORT: '0',
-      SERVICE_LOG_LEVEL: 'warn',
-      SERVICE_RATE_LIMIT_ANON_PER_MINUTE: '1000000',
-      SERVICE_JOBS_IN_WEB: 'false',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  process.on('exit', () => child.kill('SIGKILL')); // the child never outlives this script
-  const base = await new Promise((resolve, reject) => {
-    let text = '';
-    child.stdout.on('data', (d) => {
-      text += d;
-      const m = /listening on (http:\/\/\S+)/.exec(text);
-      if (m) resolve(m[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`serve exited ${code}`)));
-  });
-  const port = Number(new URL(base).port);
+  const { child, base, port, rssMb } = await startServe({ url: URL_, schema: SCHEMA, env: { SERVICE_RATE_LIMIT_ANON_PER_MINUTE: '1000000' } });
   const login = await fetch(`${base}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'sse@bench.test', password }) });
   if (login.status !== 200) throw new Error(`login ${login.status}`);
   const cookie = login.headers.get('set-cookie').split(';')[0];
-  const rssMb = () => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]) / 1024);
   const rssIdle = rssMb();
 
   const writer = new pg.Client({ connectionString: URL_, options: `-c search_path=${SCHEMA}` });
