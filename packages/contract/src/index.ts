@@ -8,4 +8,5 @@ export * from './inventory.js';
 export * from './daemon.js';
 export * from './topology.js';
 export * from './jobs.js';
+export * from './events.js';
 export * from './notifications.js';

@@ -1,37 +1,8 @@
 import { z } from 'zod';
 import { Timestamp, Uuid } from './common.js';
+import { EventKind, EventPayload, EventSeverity, defaultDestinationEvents, eventKinds } from './events.js';
 
 // Events, notification destinations and deliveries (spec 6, decisions.md "Events and alerts").
-
-/** Every event kind the service emits (decisions.md). */
-export const eventKinds = [
-  'tls.expiring',
-  'daemon.offline',
-  'daemon.online',
-  'scan.completed',
-  'scan.failed',
-  'scan.stalled',
-  'vulnerability.opened',
-  'job.failed',
-  'host.discovered',
-] as const;
-export const EventKind = z.enum(eventKinds);
-
-/** What a new destination receives when `events` is not given: problems and their recoveries, not routine news. */
-export const defaultDestinationEvents = ['tls.expiring', 'daemon.offline', 'daemon.online', 'scan.failed', 'scan.stalled', 'vulnerability.opened', 'job.failed'] as const;
-
-export const EventSeverity = z.enum(['info', 'warning', 'critical']);
-
-/** decisions.md: `{ id, kind, occurredAt, organisationId, subject: { type, id }, data }`; what a webhook receives. */
-export const EventPayload = z.object({
-  id: Uuid,
-  kind: z.string(),
-  severity: EventSeverity,
-  occurredAt: Timestamp,
-  organisationId: Uuid,
-  subject: z.object({ type: z.string(), id: z.string() }),
-  data: z.record(z.string(), z.unknown()),
-});
 
 export const EventList = z.object({
   data: z.array(EventPayload.extend({ seq: z.number().int().describe('Monotonic per deployment; `after` of the next page.') })),

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { emitSelect } from '../events/emit.js';
 
 /** The daemon `id` of the organisation registered with key `keyId`, or undefined. */
 export function findOwnDaemon(db: Kysely<DB>, organisationId: string, id: string, keyId: string) {
@@ -74,9 +75,14 @@ export async function recordHeartbeat(db: Kysely<DB>, organisationId: string, id
         last_heartbeat_at = now(), last_seen_at = now(), updated_at = now(), offline_since = null
       from prev where d.organisation_id = ${organisationId} and d.id = prev.id
     )
-    insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
-    select ${organisationId}, 'daemon.online', 'info', 'daemon', prev.id::text,
-      jsonb_build_object('name', prev.name, 'status', ${status}::text, 'offlineSince', prev.offline_since, 'lastHeartbeatAt', prev.last_heartbeat_at,
-                         'quietSeconds', round(extract(epoch from now() - coalesce(prev.last_heartbeat_at, prev.offline_since))))
-    from prev where prev.offline_since is not null`.execute(db);
+    ${emitSelect('daemon.online', {
+      from: sql`prev`,
+      where: sql`prev.offline_since is not null`,
+      organisationId: sql`${organisationId}::uuid`,
+      subjectId: sql`prev.id`,
+      data: {
+        name: sql`prev.name`, status: sql`${status}::text`, offlineSince: sql`prev.offline_since`, lastHeartbeatAt: sql`prev.last_heartbeat_at`,
+        quietSeconds: sql`round(extract(epoch from now() - coalesce(prev.last_heartbeat_at, prev.offline_since)))`,
+      },
+    })}`.execute(db);
 }

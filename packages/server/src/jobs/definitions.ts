@@ -2,6 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
+import { emitSelect } from '../events/emit.js';
 import { takeScheduledSnapshot } from '../inventory/inventory.service.js';
 import { pruneFlows } from '../ingest/flows.js';
 import { announceExpiringCertificates } from '../notifications/certificates.js';
@@ -126,8 +127,7 @@ export function scanStall(config: Pick<Config, 'jobs'>): JobDefinition {
         ), logged as (
           insert into change_log (organisation_id, entity_type, entity_id, action) select organisation_id, 'scan', id, 'updated' from s
         ), announced as (
-          insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
-          select organisation_id, 'scan.stalled', 'warning', 'scan_session', id, jsonb_build_object('daemonId', daemon_id, 'networkId', network_id) from s
+          ${emitSelect('scan.stalled', { from: sql`s`, organisationId: sql`organisation_id`, subjectId: sql`id`, data: { daemonId: sql`daemon_id`, networkId: sql`network_id` } })}
         )
         select organisation_id, id from s`.execute(db);
       const offline = await markQuietDaemonsOffline(db, at);
@@ -160,11 +160,10 @@ async function markQuietDaemonsOffline(db: Kysely<DB>, at: Date): Promise<{ orga
         and coalesce(last_heartbeat_at, registered_at) < ${at}::timestamptz - make_interval(secs => ${DAEMON_QUIET_SECONDS})
       returning organisation_id, id, name, last_heartbeat_at, site_id
     ), announced as (
-      insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
-      select organisation_id, 'daemon.offline', 'critical', 'daemon', id::text,
-        jsonb_build_object('name', name, 'siteId', site_id, 'lastHeartbeatAt', last_heartbeat_at,
-                           'quietSeconds', round(extract(epoch from ${at}::timestamptz - last_heartbeat_at)))
-      from quiet
+      ${emitSelect('daemon.offline', {
+        from: sql`quiet`, organisationId: sql`organisation_id`, subjectId: sql`id`,
+        data: { name: sql`name`, siteId: sql`site_id`, lastHeartbeatAt: sql`last_heartbeat_at`, quietSeconds: sql`round(extract(epoch from ${at}::timestamptz - last_heartbeat_at))` },
+      })}
     )
     select organisation_id, id from quiet order by organisation_id, id`.execute(db);
   return r.rows;

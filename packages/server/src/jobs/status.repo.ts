@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
+import { emitSelect } from '../events/emit.js';
 import { redactText } from '../logger.js';
 
 export interface StatusEntry {
@@ -81,10 +82,13 @@ export async function announceFailures(
     if (!o.ok && before.get(organisationId) !== 'failed' && before.get(null) !== 'failed') targets.push({ organisationId, error: o.error });
   }
   for (const t of targets) {
-    const data = JSON.stringify({ job, scope: t.organisationId ? 'organisation' : 'job', attempts: run.attempts, error: t.error === undefined ? null : redactText(t.error) });
-    await sql`
-      insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
-      select id, 'job.failed', 'critical', 'job', ${job}, ${data}::jsonb from organisations
-      where ${t.organisationId === null ? sql`true` : sql`id = ${t.organisationId}`}`.execute(db);
+    const error = t.error === undefined ? null : redactText(t.error);
+    await emitSelect('job.failed', {
+      from: sql`organisations`,
+      where: t.organisationId === null ? sql`true` : sql`id = ${t.organisationId}`,
+      organisationId: sql`id`,
+      subjectId: sql`${job}::text`,
+      data: { job: sql`${job}::text`, scope: sql`${t.organisationId ? 'organisation' : 'job'}::text`, attempts: sql`${run.attempts}::int`, error: sql`${error}::text` },
+    }).execute(db);
   }
 }

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { emitSelect } from '../events/emit.js';
 
 /** decisions.md: days before `notAfter` at which `tls.expiring` is emitted; 0 is "expired". */
 export const EXPIRY_THRESHOLDS_DAYS = [30, 14, 7, 1, 0] as const;
@@ -29,13 +30,17 @@ export async function announceExpiringCertificates(db: Kysely<DB>, organisationI
       update certificates c set expiry_notified_days = due.threshold
       from due where c.organisation_id = ${organisationId} and c.id = due.id
     ), announced as (
-      insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
-      select ${organisationId}, 'tls.expiring', case when threshold = 0 then 'critical' when threshold <= 7 then 'warning' else 'info' end,
-             'certificate', id::text,
-             jsonb_build_object('thresholdDays', threshold, 'expired', threshold = 0, 'notAfter', not_after,
-                                'daysLeft', floor(extract(epoch from not_after - ${at}::timestamptz) / 86400),
-                                'subject', subject, 'issuer', issuer, 'sha256', sha256, 'hostId', host_id, 'address', host(address), 'port', port)
-      from due
+      ${emitSelect('tls.expiring', {
+        from: sql`due`,
+        organisationId: sql`${organisationId}::uuid`,
+        subjectId: sql`id`,
+        severity: sql`case when threshold = 0 then 'critical' when threshold <= 7 then 'warning' else 'info' end`,
+        data: {
+          thresholdDays: sql`threshold`, expired: sql`threshold = 0`, notAfter: sql`not_after`,
+          daysLeft: sql`floor(extract(epoch from not_after - ${at}::timestamptz) / 86400)`,
+          subject: sql`subject`, issuer: sql`issuer`, sha256: sql`sha256`, hostId: sql`host_id`, address: sql`host(address)`, port: sql`port`,
+        },
+      })}
     )
     select count(*)::int as n from due`.execute(db);
   return { announced: r.rows[0]?.n ?? 0 };

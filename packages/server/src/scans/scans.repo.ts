@@ -1,4 +1,4 @@
-import { emitEvents } from '../events/events.js';
+import { emit } from '../events/emit.js';
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
@@ -37,7 +37,7 @@ export async function supersedeStalled(db: Kysely<DB>, organisationId: string, n
     .execute();
   if (rows.length) {
     await db.insertInto('change_log').values(rows.map((r) => ({ organisation_id: organisationId, entity_type: 'scan', entity_id: r.id, action: 'updated' as const }))).execute();
-    await emitEvents(db, organisationId, rows.map((r) => ({ kind: 'scan.failed', severity: 'warning' as const, subjectType: 'scan_session', subjectId: r.id, data: { networkId, reason: 'stalled, superseded by a new scan' } })));
+    await emit(db, organisationId, 'scan.failed', rows.map((r) => ({ subjectId: r.id, data: { networkId, reason: 'stalled, superseded by a new scan' } })));
   }
   return rows.map((r) => r.id);
 }
