@@ -12,7 +12,7 @@ import * as admin from '../packages/server/dist/admin/admin.service.js';
 import { loadConfig } from '../packages/server/dist/config.js';
 import { openDatabase } from '../packages/server/dist/db/database.js';
 import { migrate } from '../packages/server/dist/db/migrate.js';
-import { buildApp } from '../packages/server/dist/http/app.js';
+import { buildWebApp } from '../packages/server/dist/main.js';
 import { createLogger } from '../packages/server/dist/logger.js';
 
 const URL_ = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -54,7 +54,7 @@ if (!org || have !== HOSTS) {
   console.log('');
 }
 const config = loadConfig({ SERVICE_LOG_LEVEL: 'silent', SERVICE_RATE_LIMIT_KEY_PER_MINUTE: '1000000', SERVICE_PORT: '0' });
-const app = await buildApp({ config, database, logger: createLogger('silent'), secretKey: randomBytes(32) });
+const app = await buildWebApp({ config, database, logger: createLogger('silent'), secretKey: randomBytes(32) });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const port = app.server.address().port;
 const email = `scraper-${Date.now()}@bench.test`;

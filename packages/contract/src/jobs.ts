@@ -4,16 +4,15 @@ import { Snapshot } from './inventory.js';
 
 // Scheduled jobs (spec 1.1) and the administrative endpoints that run some of them now (spec 4.6).
 
-export const jobNames = ['scan.schedule', 'scan.stall', 'notify.deliver', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot'] as const;
-
 export const JobStatus = z.object({
   job: z.string(),
   organisationId: Uuid.nullable().describe('Null: the job as a whole; set: its last run for this organisation.'),
-  lastRunAt: Timestamp,
-  durationMs: z.number().int(),
-  outcome: z.enum(['ok', 'failed']),
+  intervalSeconds: z.number().int().describe('How often the job runs (spec 1.1). A last run older than 3 × this means the scheduler stopped.'),
+  lastRunAt: Timestamp.nullable().describe('Null: the job has never run.'),
+  durationMs: z.number().int().nullable(),
+  outcome: z.enum(['ok', 'failed', 'never']).describe('`never`: no run recorded yet.'),
   error: z.string().nullable().describe('The failure, redacted.'),
-  attempts: z.number().int().describe('1, or up to 3 for jobs whose interval is above 2 minutes (transient failures are retried after 5 s and 25 s).'),
+  attempts: z.number().int().describe('1, or up to 3 for jobs whose interval is above 2 minutes (transient failures are retried after 5 s and 25 s); 0 when never run.'),
   detail: z.record(z.string(), z.unknown()),
   lastOkAt: Timestamp.nullable(),
 });

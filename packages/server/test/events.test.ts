@@ -1,13 +1,15 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EventPayload, emitEvents, eventsSince } from '../src/events/events.js';
-import { coreJobs, perOrganisation } from '../src/jobs/definitions.js';
+import { emit } from '../src/events/emit.js';
+import { type EventPayload, eventsSince } from '../src/events/events.js';
+import { perOrganisation } from '../src/jobs/per-organisation.js';
+import { jobDefinitions } from '../src/main.js';
 import { type JobDefinition, type JobResult, JobRunner, type OrganisationOutcome, type TickResult } from '../src/jobs/runner.js';
 import { createLogger } from '../src/logger.js';
 import { announceExpiringCertificates } from '../src/notifications/certificates.js';
 import { daemonKey, heartbeat, register } from './daemon-client.js';
-import { addHost, addService, addVulnerability } from './fixtures.js';
+import { addHost, addService, addVulnerability, nonConformingEvents } from './fixtures.js';
 import { type SeededOrg, type TestApp, bearer, buildTestApp, login, seedMemberWithKey, seedOrg } from './helpers.js';
 import { type Scanning, scanningOrg } from './scanning.js';
 
@@ -45,7 +47,7 @@ async function eventsOf(organisationId: string, kind?: string): Promise<(EventPa
 
 /** One tick of a core job, its clock fixed at `at`; the tick must run and succeed. */
 async function tickCore(job: string, at: Date): Promise<JobResult> {
-  const runner = new JobRunner({ database: t.database, logger: createLogger('silent'), jobs: coreJobs(t.config, t), now: () => at });
+  const runner = new JobRunner({ database: t.database, logger: createLogger('silent'), jobs: jobDefinitions({ config: t.config, secretKey: t.secretKey }), now: () => at });
   const r = await runner.tick(job);
   expect(r, JSON.stringify(r)).toMatchObject({ job, ran: true, outcome: 'ok', attempts: 1 });
   expect(r.result).toBeDefined();
@@ -620,7 +622,7 @@ describe('job.failed (decisions.md; once per failure episode, error text redacte
       run: () =>
         perOrganisation([a.organisationId, b.organisationId], async (id) => {
           if (failing.has(id)) throw new Error(`customer data of ${id} is broken`);
-          return { done: 1 };
+          return { detail: { done: 1 } };
         }),
     };
     const runner = runnerFor(job);
@@ -725,14 +727,14 @@ describe('GET /api/v1/admin/events (internal; session, admin or owner)', () => {
     otherOwnerCookie = (await login(t.app, other.ownerEmail)).cookie;
 
     // Interleaved: the organisations' events share one sequence.
-    await emitEvents(db(), org.organisationId, [{ kind: 'daemon.offline', severity: 'critical', subjectType: 'daemon', subjectId: subject(), data: { n: 1 } }]);
-    await emitEvents(db(), other.organisationId, [{ kind: 'daemon.offline', severity: 'critical', subjectType: 'daemon', subjectId: subject(), data: { n: 'other-1' } }]);
-    await emitEvents(db(), org.organisationId, [
-      { kind: 'scan.completed', severity: 'info', subjectType: 'scan_session', subjectId: subject(), data: { n: 2 } },
-      { kind: 'daemon.online', severity: 'info', subjectType: 'daemon', subjectId: subject(), data: { n: 3 } },
-    ]);
-    await emitEvents(db(), other.organisationId, [{ kind: 'scan.completed', severity: 'info', subjectType: 'scan_session', subjectId: subject(), data: { n: 'other-2' } }]);
-    await emitEvents(db(), org.organisationId, [{ kind: 'daemon.offline', severity: 'critical', subjectType: 'daemon', subjectId: subject(), data: { n: 4 } }]);
+    const offline = (n: unknown) => ({ subjectId: subject(), data: { name: 'edge-1', siteId: null, lastHeartbeatAt: null, quietSeconds: 301, n } });
+    const completed = (n: unknown) => ({ subjectId: subject(), data: { cidr: '10.0.0.0/24', daemonId: randomUUID(), goneServices: 0, n } });
+    await emit(db(), org.organisationId, 'daemon.offline', [offline(1)]);
+    await emit(db(), other.organisationId, 'daemon.offline', [offline('other-1')]);
+    await emit(db(), org.organisationId, 'scan.completed', [completed(2)]);
+    await emit(db(), org.organisationId, 'daemon.online', [{ subjectId: subject(), data: { name: 'edge-1', status: 'online', offlineSince: null, lastHeartbeatAt: null, quietSeconds: 301, n: 3 } }]);
+    await emit(db(), other.organisationId, 'scan.completed', [completed('other-2')]);
+    await emit(db(), org.organisationId, 'daemon.offline', [offline(4)]);
     // A real emitter too: the finding trigger.
     const hostId = await addHost(db(), org.organisationId);
     const serviceId = await addService(db(), org.organisationId, hostId, { port: 80 });
@@ -833,5 +835,13 @@ describe('GET /api/v1/admin/events (internal; session, admin or owner)', () => {
     // The bounds themselves are accepted.
     expect((await ok('?limit=500')).data).toHaveLength(5);
     expect((await ok('?limit=1')).data).toHaveLength(1);
+  });
+});
+
+describe('event payloads (contract events.ts)', () => {
+  it('every event the emitters wrote in this file has data matching its kind\'s schema in the contract', async () => {
+    const count = await sql<{ kinds: number }>`select count(distinct kind)::int as kinds from events`.execute(t.database.db);
+    expect(count.rows[0]!.kinds).toBeGreaterThanOrEqual(4);
+    expect(await nonConformingEvents(t.database.db)).toEqual([]);
   });
 });

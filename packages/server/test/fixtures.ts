@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import { type EventKindName, eventKindInfo } from '@surveyor/contract';
 import type { DB } from '../src/db/schema.js';
 
 /**
@@ -89,4 +90,17 @@ export async function addTopology(db: Kysely<DB>, organisationId: string, t: { k
       .returning('id')
       .executeTakeFirstOrThrow()
   ).id;
+}
+
+/**
+ * Every stored event whose `data` does not match its kind's schema in the contract (an emitter
+ * drifting from the documented payload), with what was wrong. Empty when all conform.
+ */
+export async function nonConformingEvents(db: Kysely<DB>): Promise<{ kind: string; data: unknown; issues: string[] }[]> {
+  const rows = await sql<{ kind: EventKindName; data: unknown }>`select kind, data from events order by seq`.execute(db);
+  return rows.rows.flatMap((r) => {
+    const parsed = eventKindInfo[r.kind]?.data.safeParse(r.data);
+    if (!parsed) return [{ kind: r.kind, data: r.data, issues: ['unknown kind'] }];
+    return parsed.success ? [] : [{ kind: r.kind, data: r.data, issues: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) }];
+  });
 }

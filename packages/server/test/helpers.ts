@@ -5,7 +5,7 @@ import * as admin from '../src/admin/admin.service.js';
 import { type Config, loadConfig } from '../src/config.js';
 import { type Database, openDatabase } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
-import { buildApp } from '../src/http/app.js';
+import { buildWebApp } from '../src/main.js';
 import { createLogger } from '../src/logger.js';
 
 /** PostgreSQL when TEST_DATABASE_URL is set (CI), else an in-memory PGlite. */
@@ -64,7 +64,7 @@ export async function buildTestApp(opts: { env?: Record<string, string>; testDb?
   const logs: string[] = [];
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
   const secretKey = randomBytes(32);
-  const app = await buildApp({ config, database: testDb.database, logger, secretKey });
+  const app = await buildWebApp({ config, database: testDb.database, logger, secretKey });
   if (opts.ready !== false) await app.ready();
   return {
     app,

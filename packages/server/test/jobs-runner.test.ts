@@ -8,6 +8,7 @@ import { type Database, openDatabase } from '../src/db/database.js';
 import { rfc3339 } from '../src/db/sql.js';
 import { AppError } from '../src/errors.js';
 import { type JobContext, type JobDefinition, type JobResult, JobRunner, ProviderError, type RunnerOptions, type TickResult, isTransient, retryPolicy } from '../src/jobs/runner.js';
+import { perOrganisation } from '../src/jobs/per-organisation.js';
 import { createLogger } from '../src/logger.js';
 import { TEST_DATABASE_URL, type TestDatabase, createTestDatabase, seedOrg } from './helpers.js';
 
@@ -231,6 +232,90 @@ if (TEST_DATABASE_URL) describe('two runners in separate PostgreSQL sessions on 
     } finally {
       await elsewhere.drop();
     }
+  });
+});
+
+describe('runNow: a job run on demand takes the same path as a tick', () => {
+  /** A per-organisation job counting its work in the organisations it is given, failing for those in `failing`. */
+  function perOrgJob(name: string, failing = new Set<string>()) {
+    const seen: (string | undefined)[] = [];
+    const job: JobDefinition = {
+      name,
+      intervalMs: MINUTE,
+      scope: 'organisation',
+      run: async (ctx) => {
+        seen.push(ctx.organisationId);
+        const ids = ctx.organisationId ? [ctx.organisationId] : [];
+        return await perOrganisation(ids, async (id) => {
+          if (failing.has(id)) throw new AppError('conflict', `nothing to do for ${id}`);
+          return { detail: { done: 1 }, value: { for: id } };
+        });
+      },
+    };
+    return { job, seen };
+  }
+
+  it('waits for a run in progress elsewhere instead of skipping, then runs (both succeed)', async () => {
+    const job = gatedJob('now.waits');
+    const runner = runnerOn(testDb.database, [job]);
+    const first = runner.tick(job.name);
+    await job.entered();
+    let forcedDone = false;
+    const forced = runner.runNow(job.name).then((r) => ((forcedDone = true), r));
+    await delay(600); // several polls of the lock
+    expect(forcedDone).toBe(false);
+    job.open();
+    expect(await first).toMatchObject({ ran: true, outcome: 'ok' });
+    await job.entered();
+    job.open();
+    expect(await forced).toMatchObject({ ran: true, outcome: 'ok', attempts: 1 });
+    expect(job.calls).toBe(2);
+  });
+
+  it('gives up after its bounded wait with 409 conflict naming the job, and runs nothing', async () => {
+    const job = gatedJob('now.gives-up');
+    const runner = runnerOn(testDb.database, [job], { lockWaitMs: 400 });
+    const first = runner.tick(job.name);
+    await job.entered();
+    await expect(runner.runNow(job.name)).rejects.toMatchObject({ code: 'conflict', message: expect.stringContaining('now.gives-up') });
+    job.open();
+    await first;
+    expect(job.calls).toBe(1);
+  });
+
+  it('for one organisation: hands the job that organisation, records only its row with the trigger, and returns the work\'s value', async () => {
+    const org = await seedOrg(testDb.database);
+    const { job, seen } = perOrgJob(`now.one-org-${org.organisationId.slice(0, 8)}`);
+    const runner = runnerOn(testDb.database, [job]);
+    expect(await runner.runFor(job.name, org.organisationId, 'admin')).toEqual({ for: org.organisationId });
+    expect(seen).toEqual([org.organisationId]);
+    expect(await statusRow(job.name, org.organisationId)).toMatchObject({ outcome: 'ok', attempts: 1, detail: { done: 1, trigger: 'admin' } });
+    const whole = await sql`select 1 from job_status where job = ${job.name} and organisation_id is null`.execute(testDb.database.db);
+    expect(whole.rows).toEqual([]);
+  });
+
+  it('for one organisation that fails: throws the work\'s own error, records it, and announces job.failed to that organisation only', async () => {
+    const org = await seedOrg(testDb.database);
+    const other = await seedOrg(testDb.database);
+    const { job } = perOrgJob(`now.fails-${org.organisationId.slice(0, 8)}`, new Set([org.organisationId]));
+    const runner = runnerOn(testDb.database, [job]);
+    await expect(runner.runFor(job.name, org.organisationId, 'admin')).rejects.toMatchObject({ code: 'conflict', message: `nothing to do for ${org.organisationId}` });
+    expect(await statusRow(job.name, org.organisationId)).toMatchObject({ outcome: 'failed', error: `nothing to do for ${org.organisationId}`, detail: { trigger: 'admin' } });
+    const failed = await sql<{ organisation_id: string; data: { job: string; scope: string } }>`
+      select organisation_id, data from events where kind = 'job.failed' and subject_id = ${job.name}`.execute(testDb.database.db);
+    expect(failed.rows).toEqual([{ organisation_id: org.organisationId, data: expect.objectContaining({ job: job.name, scope: 'organisation' }) }]);
+    expect(failed.rows.map((r) => r.organisation_id)).not.toContain(other.organisationId);
+  });
+
+  it('refuses to run a job of the whole deployment for one organisation, with 409 conflict', async () => {
+    const org = await seedOrg(testDb.database);
+    const job = gatedJob('now.deployment');
+    await expect(runnerOn(testDb.database, [job]).runNow(job.name, { organisationId: org.organisationId })).rejects.toMatchObject({ code: 'conflict' });
+    expect(job.calls).toBe(0);
+  });
+
+  it('refuses a job it does not know with not_found, naming the jobs it has', async () => {
+    await expect(runnerOn(testDb.database, [gatedJob('now.known')]).runNow('now.unknown')).rejects.toMatchObject({ code: 'not_found', message: expect.stringContaining('now.known') });
   });
 });
 

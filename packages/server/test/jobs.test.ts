@@ -6,13 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.js';
 import { loadConfig } from '../src/config.js';
 import { eventsSince } from '../src/events/events.js';
-import { coreJobs } from '../src/jobs/definitions.js';
+import { jobDefinitions } from '../src/main.js';
 import { JobRunner, type JobResult } from '../src/jobs/runner.js';
-import { takeScheduledSnapshot } from '../src/inventory/inventory.service.js';
+import { takeScheduledSnapshot } from '../src/snapshots/snapshots.service.js';
 import { createLogger } from '../src/logger.js';
 import { daemonHeaders, daemonKey, heartbeat, poll, register } from './daemon-client.js';
 import { type Daemon, type Json, type Scanning, createNetwork, getScan, ingest, onlineDaemon, queueScan, scanningOrg, siteIdOf, startSession } from './scanning.js';
-import { addCertificate, addHost, addHosts, addService, addSite, addTopology, addVulnerability } from './fixtures.js';
+import { addCertificate, addHost, addHosts, addService, addSite, addTopology, addVulnerability, nonConformingEvents } from './fixtures.js';
 import {
   type SeededOrg, type TestApp, type TestDatabase, TEST_DATABASE_URL, bearer, buildTestApp, createTestDatabase, login, seedMemberWithKey, seedOrg,
 } from './helpers.js';
@@ -21,6 +21,9 @@ import {
 // ticked through the real JobRunner with an injected clock; timestamps the rules depend on ("a
 // heartbeat 91 s ago") are set with SQL. Everything else goes through HTTP as a daemon, an
 // operator or an administrator would.
+
+/** Every job of this build (spec 1.1 lists nine once cloud and advisories land). */
+const JOB_NAMES = ['scan.schedule', 'scan.stall', 'notify.deliver', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot'];
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -38,7 +41,7 @@ const ago = (at: Date, ms: number) => new Date(at.getTime() - ms);
 
 /** One tick of `job` through the runner, its clock fixed at `at`; the tick must run and succeed. */
 async function tick(t: TestApp, job: string, at: Date): Promise<JobResult> {
-  const runner = new JobRunner({ database: t.database, logger: createLogger('silent'), jobs: coreJobs(t.config, t), now: () => at });
+  const runner = new JobRunner({ database: t.database, logger: createLogger('silent'), jobs: jobDefinitions({ config: t.config, secretKey: t.secretKey }), now: () => at });
   const r = await runner.tick(job);
   expect(r, JSON.stringify(r)).toMatchObject({ job, ran: true, outcome: 'ok', attempts: 1 });
   expect(r.result).toBeDefined();
@@ -271,7 +274,7 @@ describe('job scan.schedule queues a scan for every network that is due (spec 1.
     const s = await scanningOrg(t);
     const networkId = await createNetwork(t, s, '10.90.0.0/24', { scanIntervalMinutes: 15 });
     const at = new Date();
-    const runner = () => new JobRunner({ database: t.database, logger: createLogger('silent'), jobs: coreJobs(t.config, t), now: () => at });
+    const runner = () => new JobRunner({ database: t.database, logger: createLogger('silent'), jobs: jobDefinitions({ config: t.config, secretKey: t.secretKey }), now: () => at });
     const results = await Promise.all([runner().tick('scan.schedule'), runner().tick('scan.schedule')]);
     for (const r of results) if (r.ran) expect(r.outcome).toBe('ok');
     expect(await sessionsOf(t, networkId)).toEqual([expect.objectContaining({ state: 'queued' })]);
@@ -441,7 +444,7 @@ describe('job scan.stall marks running sessions whose daemon stopped reporting s
       const at = new Date();
       await setHeartbeat(web, s.daemon.id, ago(at, 100 * SECOND)); // one interval late at most: still reporting
       await setHeartbeat(web, other.daemon.id, ago(at, 361 * SECOND)); // more than 3 × 120 s
-      const worker = new JobRunner({ database: web.database, logger: createLogger('silent'), jobs: coreJobs(loadConfig({}), web), now: () => at });
+      const worker = new JobRunner({ database: web.database, logger: createLogger('silent'), jobs: jobDefinitions({ config: loadConfig({}), secretKey: web.secretKey }), now: () => at });
       expect(await worker.tick('scan.stall')).toMatchObject({ ran: true, outcome: 'ok' });
       expect(await stateOf(web, quiet)).toBe('stalled');
       expect(await stateOf(web, heard)).toBe('running');
@@ -503,7 +506,7 @@ describe('job inventory.snapshot takes today\'s scheduled snapshot of every orga
     for (const org of [a, b]) {
       const rows = await scheduledOf(org);
       expect(rows).toEqual([{ id: expect.any(String), capture_day: dayOf(today) }]);
-      expect(result.organisations?.get(org.organisationId)).toEqual({ ok: true, detail: { created: true, snapshotId: rows[0]!.id } });
+      expect(result.organisations?.get(org.organisationId)).toEqual(expect.objectContaining({ ok: true, detail: { created: true, snapshotId: rows[0]!.id } }));
     }
     expect(result.detail).toMatchObject({ failed: 0 });
     expect(result.detail?.created).toBeGreaterThanOrEqual(2);
@@ -518,10 +521,10 @@ describe('job inventory.snapshot takes today\'s scheduled snapshot of every orga
     const org = await seedOrg(t.database);
     const first = await tick(t, 'inventory.snapshot', at(6 * HOUR));
     const taken = (first.organisations?.get(org.organisationId)?.detail as Json).snapshotId as string;
-    expect(first.organisations?.get(org.organisationId)).toEqual({ ok: true, detail: { created: true, snapshotId: taken } });
+    expect(first.organisations?.get(org.organisationId)).toEqual(expect.objectContaining({ ok: true, detail: { created: true, snapshotId: taken } }));
 
     const second = await tick(t, 'inventory.snapshot', at(23 * HOUR + 59 * MINUTE));
-    expect(second.organisations?.get(org.organisationId)).toEqual({ ok: true, detail: { created: false, snapshotId: taken } });
+    expect(second.organisations?.get(org.organisationId)).toEqual(expect.objectContaining({ ok: true, detail: { created: false, snapshotId: taken } }));
     expect(second.detail).toMatchObject({ created: 0, failed: 0 });
     expect(await scheduledOf(org)).toEqual([{ id: taken, capture_day: dayOf(today) }]);
   });
@@ -532,7 +535,7 @@ describe('job inventory.snapshot takes today\'s scheduled snapshot of every orga
     const next = await tick(t, 'inventory.snapshot', at(DAY + 6 * HOUR));
     const rows = await scheduledOf(org);
     expect(rows.map((r) => r.capture_day)).toEqual([dayOf(today), dayOf(at(DAY))]);
-    expect(next.organisations?.get(org.organisationId)).toEqual({ ok: true, detail: { created: true, snapshotId: rows[1]!.id } });
+    expect(next.organisations?.get(org.organisationId)).toEqual(expect.objectContaining({ ok: true, detail: { created: true, snapshotId: rows[1]!.id } }));
   });
 
   it('does not count a manual snapshot (POST /api/v1/snapshots) as today\'s scheduled one', async () => {
@@ -548,7 +551,7 @@ describe('job inventory.snapshot takes today\'s scheduled snapshot of every orga
     const rows = await scheduledOf(org);
     expect(rows).toHaveLength(1);
     expect(rows[0]!.id).not.toBe(manual.json().id);
-    expect(result.organisations?.get(org.organisationId)).toEqual({ ok: true, detail: { created: true, snapshotId: rows[0]!.id } });
+    expect(result.organisations?.get(org.organisationId)).toEqual(expect.objectContaining({ ok: true, detail: { created: true, snapshotId: rows[0]!.id } }));
   });
 
   it('takes exactly one scheduled snapshot a day when two takers race: one answers created true, the other created false with the same snapshot', async () => {
@@ -724,7 +727,7 @@ describe('job topology.dependencies rebuilds the application topology from the f
       { site_id: null, src_host_id: client2, dst_host_id: server2, dst_service_id: ssh, bytes: 50, packets: 1, flows: 1, last_seen_ms: now.getTime() - 2 * HOUR },
     ]);
     expect(result.detail).toMatchObject({ failed: 0 });
-    expect(result.organisations?.get(org.organisationId)).toEqual({ ok: true, detail: { edges: 2, topologies: 3 } });
+    expect(result.organisations?.get(org.organisationId)).toEqual(expect.objectContaining({ ok: true, detail: { edges: 2, topologies: 3 } }));
   });
 
   it('makes no edge from flows whose source address is unknown to the inventory', async () => {
@@ -956,7 +959,13 @@ describe('admin endpoints that run a job now, and the job status (spec 4.6, 1.1 
       ]),
     );
     expect(rows.filter((r) => r.organisationId !== null && r.organisationId !== org.organisationId)).toEqual([]);
-    for (const r of rows) {
+    // Every job the runner knows is listed as a whole, those that never ran marked so.
+    const whole = rows.filter((r) => r.organisationId === null);
+    expect(whole.map((r) => r.job).sort()).toEqual([...JOB_NAMES].sort());
+    for (const r of whole.filter((w) => w.outcome === 'never')) {
+      expect(r).toMatchObject({ outcome: 'never', lastRunAt: null, durationMs: null, attempts: 0, lastOkAt: null, intervalSeconds: expect.any(Number) });
+    }
+    for (const r of rows.filter((x) => x.outcome !== 'never')) {
       expect(r.lastRunAt).toMatch(/(Z|[+-]\d\d:\d\d)$/);
       if (r.outcome === 'ok') expect(r.lastOkAt).toBe(r.lastRunAt);
     }
@@ -1021,6 +1030,11 @@ describe('events written with the change that caused them (spec 6; decisions.md 
     const failed = (await eventsSince(t.database.db, s.org.organisationId)).find((e) => e.kind === 'scan.failed');
     expect(failed).toMatchObject({ severity: 'warning', subject: { type: 'scan_session', id: sessionId }, data: { networkId: stalledNetwork } });
   });
+  it('writes every event with data matching its kind\'s schema in the contract (host.discovered, scan.completed, scan.stalled, scan.failed)', async () => {
+    const kinds = await sql<{ kind: string }>`select distinct kind from events order by kind`.execute(t.database.db);
+    expect(kinds.rows.map((r) => r.kind)).toEqual(expect.arrayContaining(['host.discovered', 'scan.completed', 'scan.failed', 'scan.stalled']));
+    expect(await nonConformingEvents(t.database.db)).toEqual([]);
+  });
 });
 
 if (TEST_DATABASE_URL) describe('surveyor jobs (CLI) on the configured database', () => {
@@ -1052,6 +1066,20 @@ if (TEST_DATABASE_URL) describe('surveyor jobs (CLI) on the configured database'
     const code = await runCli(argv, { out: (l) => out.push(l), err: (l) => err.push(l), env });
     return { code, out, err };
   }
+
+  it('jobs list on a database where no job has run lists every job the runner knows, each marked never run', async () => {
+    const json = await cli('jobs', 'list', '--json');
+    expect(json.err).toEqual([]);
+    expect(json.code).toBe(0);
+    const rows = JSON.parse(json.out[0]!) as Json[];
+    expect(rows.map((r) => r.job).sort()).toEqual([...JOB_NAMES].sort());
+    for (const r of rows) expect(r).toMatchObject({ organisation_id: null, outcome: 'never', last_run_at: null, attempts: 0, interval_seconds: expect.any(Number) });
+    const text = await cli('jobs', 'list');
+    expect(text.code).toBe(0);
+    const lines = text.out.join('\n').split('\n');
+    expect(lines).toHaveLength(JOB_NAMES.length);
+    for (const name of JOB_NAMES) expect(lines.find((l) => l.startsWith(`${name} `))).toMatch(/never run \(every \d+ s\)$/);
+  });
 
   it('jobs run inventory.snapshot --json runs one tick: exit 0, JSON with ran true and outcome ok, and today\'s snapshot exists', async () => {
     const r = await cli('jobs', 'run', 'inventory.snapshot', '--json');
@@ -1101,5 +1129,27 @@ if (TEST_DATABASE_URL) describe('surveyor jobs (CLI) on the configured database'
         expect.objectContaining({ job: 'inventory.snapshot', organisation_id: org.organisationId, outcome: 'ok', detail: expect.objectContaining({ created: false }) }),
       ]),
     );
+  });
+
+  it('two jobs run inventory.snapshot started while a run holds the lock both wait, both exit 0, and leave exactly one snapshot of the day', async () => {
+    const fresh = await seedOrg(testDb!.database);
+    // A run in progress elsewhere: the job's lock held by another session of the same schema.
+    const release = await testDb!.database.tryLock('job:inventory.snapshot');
+    expect(release).not.toBeNull();
+    let settled = 0;
+    const runs = [cli('jobs', 'run', 'inventory.snapshot', '--json'), cli('jobs', 'run', 'inventory.snapshot', '--json')].map((p) => p.finally(() => settled++));
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(settled).toBe(0); // waiting, not skipped
+    await release!();
+    const [a, b] = await Promise.all(runs);
+    for (const r of [a!, b!]) {
+      expect(r.err).toEqual([]);
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.out[0]!)).toMatchObject({ job: 'inventory.snapshot', ran: true, outcome: 'ok' });
+    }
+    // One of them took the fresh organisation's snapshot; the other found it taken.
+    expect([a!, b!].map((r) => JSON.parse(r.out[0]!).detail.created).sort()).toEqual([0, 1]);
+    const snaps = await sql`select id from snapshots where organisation_id = ${fresh.organisationId} and reason = 'scheduled'`.execute(testDb!.database.db);
+    expect(snaps.rows).toHaveLength(1);
   });
 });

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/database.js';
-import { coreJobs } from '../src/jobs/definitions.js';
+import { jobDefinitions } from '../src/main.js';
 import { type JobContext, JobRunner, type TickResult } from '../src/jobs/runner.js';
 import { createLogger } from '../src/logger.js';
 import { notifyDeliver } from '../src/notifications/deliver.js';
@@ -205,7 +205,7 @@ const soon = () => new Date(Date.now() + 2 * SECOND);
 /** Runs the notify.deliver tick at `at` through the real runner; its log lines go to t.logs. */
 async function tickAt(at: Date): Promise<TickResult> {
   const logger = createLogger('debug', { write: (line: string) => void t.logs.push(line) });
-  const runner = new JobRunner({ database: t.database, logger, jobs: coreJobs(t.config, t), now: () => at });
+  const runner = new JobRunner({ database: t.database, logger, jobs: jobDefinitions({ config: t.config, secretKey: t.secretKey }), now: () => at });
   return runner.tick('notify.deliver');
 }
 
@@ -1214,7 +1214,7 @@ describe('SERVICE_NOTIFY_PRIVATE_TARGETS=deny: destinations inside the service\'
     expect(mail.statusCode, mail.body).toBe(201);
 
     await sql`insert into events (organisation_id, kind, severity, subject_type, subject_id) values (${organisationId}, 'daemon.offline', 'critical', 'daemon', ${randomUUID()})`.execute(app.database.db);
-    const runner = new JobRunner({ database: app.database, logger: createLogger('silent'), jobs: coreJobs(app.config, app), now: soon });
+    const runner = new JobRunner({ database: app.database, logger: createLogger('silent'), jobs: jobDefinitions({ config: app.config, secretKey: app.secretKey }), now: soon });
     expect((await runner.tick('notify.deliver')).result?.detail).toMatchObject({ delivered: 0, dead: 2 });
     expect(hook.hits).toHaveLength(0);
     const list = await app.app.inject({ method: 'GET', url: DELIVERIES, headers: { cookie: admin.cookie } });

@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
-import { SESSION_COOKIE } from '../http/auth-hook.js';
+import { SESSION_COOKIE } from './auth.hook.js';
 import { type RateLimiter, rateLimitHeaders } from '../http/rate-limit.js';
 import { sessionPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';

@@ -86,3 +86,28 @@ export async function recordHeartbeat(db: Kysely<DB>, organisationId: string, id
       },
     })}`.execute(db);
 }
+
+/** Quiet for more than this while `online` is a problem (spec 3.3, decisions.md). */
+export const DAEMON_QUIET_SECONDS = 300;
+
+/**
+ * daemon.offline (decisions.md): an `online` daemon quiet (no heartbeat) for more than 300 s
+ * starts a quiet episode, announced once; its next heartbeat ends it with `daemon.online`
+ * (recordHeartbeat). Checked every minute, by scan.stall.
+ */
+export async function markQuietDaemonsOffline(db: Kysely<DB>, at: Date): Promise<{ organisation_id: string; id: string }[]> {
+  const r = await sql<{ organisation_id: string; id: string }>`
+    with quiet as (
+      update daemons set offline_since = ${at}
+      where status = 'online' and offline_since is null
+        and coalesce(last_heartbeat_at, registered_at) < ${at}::timestamptz - make_interval(secs => ${DAEMON_QUIET_SECONDS})
+      returning organisation_id, id, name, last_heartbeat_at, site_id
+    ), announced as (
+      ${emitSelect('daemon.offline', {
+        from: sql`quiet`, organisationId: sql`organisation_id`, subjectId: sql`id`,
+        data: { name: sql`name`, siteId: sql`site_id`, lastHeartbeatAt: sql`last_heartbeat_at`, quietSeconds: sql`round(extract(epoch from ${at}::timestamptz - last_heartbeat_at))` },
+      })}
+    )
+    select organisation_id, id from quiet order by organisation_id, id`.execute(db);
+  return r.rows;
+}

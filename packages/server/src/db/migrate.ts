@@ -48,12 +48,18 @@ export function loadMigrations(dir: string = migrationsDir): Migration[] {
 
 const LOCK = `hashtext('surveyor.migrate')`;
 
+/** What `migrate` did: the versions it applied now, and the schema's version after. */
+export interface MigrationResult {
+  applied: number[];
+  version: number;
+}
+
 /**
  * Applies every pending migration, each in its own transaction, recorded in schema_migrations.
  * Concurrent callers serialise on an advisory lock. Refuses (SchemaTooNewError) a database that a
  * newer release has migrated, and (MigrationChangedError) one whose applied migration was edited.
  */
-export async function migrate(database: Database, opts: { logger?: Logger; migrations?: Migration[] } = {}): Promise<{ applied: number[]; version: number }> {
+export async function migrate(database: Database, opts: { logger?: Logger; migrations?: Migration[] } = {}): Promise<MigrationResult> {
   const migrations = opts.migrations ?? loadMigrations();
   const known = migrations.at(-1)?.version ?? 0;
   return database.withRawSession(async (exec) => {

@@ -9,34 +9,19 @@ import fastJson from 'fast-json-stringify';
 import { z } from 'zod';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
-import { registerAuthRoutes } from '../auth/auth.routes.js';
 import type { Config } from '../config.js';
-import type { Database } from '../db/database.js';
-import { registerHealthRoutes } from '../health/health.routes.js';
-import { registerDaemonRoutes } from '../daemons/daemons.routes.js';
-import { JobWaiters } from '../daemons/job-waiters.js';
-import { CursorCodec } from '../inventory/cursor.js';
-import { registerScanRoutes } from '../scans/scans.routes.js';
-import { registerJobRoutes } from '../jobs/jobs.routes.js';
-import { ChangeStreams } from '../events/sse.js';
-import { registerSseRoutes } from '../events/sse.routes.js';
-import { registerMetricsRoutes } from '../metrics/metrics.routes.js';
-import { registerNotificationRoutes } from '../notifications/notifications.routes.js';
-import { sendOptions } from '../notifications/senders.js';
-import { registerTopologyRoutes } from '../topology/topology.routes.js';
-import { registerInventoryRoutes } from '../inventory/inventory.routes.js';
-import { registerAuthHook } from './auth-hook.js';
 import { registerMetaRoutes } from './meta.routes.js';
 import { AppError } from '../errors.js';
 import { errorHandler, sendProblem } from './problems.js';
-import { RateLimiter } from './rate-limit.js';
+
+/** Registers one domain's routes (and the hooks and decorations they need) on the app. */
+export type RouteRegistrar = (app: FastifyInstance) => void | Promise<void>;
 
 export interface AppDeps {
   config: Config;
-  database: Database;
   logger: Logger;
-  /** SERVICE_SECRET_KEY (or the generated one): signs cursors, encrypts stored secrets. */
-  secretKey: Buffer;
+  /** The domains' route registrars, applied in order (the composition root's module list). */
+  registrars: readonly RouteRegistrar[];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
@@ -51,21 +36,15 @@ function responseSerializer({ schema }: { schema: unknown }) {
 }
 
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    jobWaiters: JobWaiters;
-    changeStreams: ChangeStreams;
-  }
-}
-
 /** Every route of the contract; the app registers exactly these (a test holds it to that). */
 export const contractRoutes: readonly RouteDef[] = Object.values(routes);
 
 /**
  * Builds the web application (not listening). Order: framework settings → hooks (request id,
- * auth, rate limits) → routes per domain → error and not-found handlers.
+ * body parsing) → the domains' registrars in order (auth's hook and rate limits first) → the
+ * OpenAPI document and problem list → error and not-found handlers. Imports no domain.
  */
-export async function buildApp({ config, database, logger, secretKey }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({ config, logger, registrars }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     genReqId: (req) => {
@@ -144,27 +123,8 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   });
 
   await app.register(fastifyCookie);
-  const limiter = new RateLimiter();
-  registerAuthHook(app, { database, config, limiter });
-
-  registerHealthRoutes(app, { database, version: config.version });
+  for (const register of registrars) await register(app);
   registerMetaRoutes(app, { version: config.version, baseUrl: config.baseUrl, routeDefs: contractRoutes });
-  registerAuthRoutes(app, { db: database.db, config, limiter });
-  registerInventoryRoutes(app, { db: database.db, cursors: new CursorCodec(secretKey) });
-  registerScanRoutes(app, { db: database.db });
-  registerTopologyRoutes(app, { db: database.db });
-  registerJobRoutes(app, { db: database.db });
-  registerMetricsRoutes(app, { db: database.db });
-  const waiters = new JobWaiters();
-  await waiters.start(database);
-  app.decorate('jobWaiters', waiters); // long polls waiting in this process (for metrics and tests)
-  app.addHook('preClose', async () => waiters.stop()); // wake long polls so close does not wait 60 s
-  registerDaemonRoutes(app, { db: database.db, config, waiters });
-  registerNotificationRoutes(app, { db: database.db, secretKey, send: sendOptions(config) });
-  const streams = new ChangeStreams(database, logger.child({ component: 'sse' }), config.sse);
-  app.decorate('changeStreams', streams); // the live streams of this process (for tests and the benchmark)
-  app.addHook('preClose', async () => streams.stop()); // end the streams so close does not wait for them
-  registerSseRoutes(app, { streams });
 
   app.setErrorHandler(errorHandler(config.baseUrl));
   app.setNotFoundHandler(async (request, reply) => {

@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto';
-import { createGzip } from 'node:zlib';
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
+import { snapshotColumns } from '../snapshots/snapshots.repo.js';
 
 export interface PageArgs {
   organisationId: string;
@@ -120,8 +119,6 @@ export function listVulnerabilities(db: Kysely<DB>, p: PageArgs, f: { serviceId?
   return keyset(q, 'vulnerabilities', p).execute();
 }
 
-const snapshotColumns = ['id', 'seq', 'site_id', 'reason', 'stats', 'content_sha256', 'content_bytes', iso('captured_at'), iso('created_at')] as const;
-
 export function listSnapshots(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; reason?: string | undefined }) {
   let q = db.selectFrom('snapshots').select(snapshotColumns);
   if (f.siteId) q = q.where('site_id', '=', f.siteId);
@@ -129,16 +126,6 @@ export function listSnapshots(db: Kysely<DB>, p: PageArgs, f: { siteId?: string 
   return keyset(q, 'snapshots', p).execute();
 }
 
-export function findScheduledSnapshot(db: Kysely<DB>, organisationId: string, day: string) {
-  return db
-    .selectFrom('snapshots')
-    .select(snapshotColumns)
-    .where('organisation_id', '=', organisationId)
-    .where('reason', '=', 'scheduled')
-    .where('site_id', 'is', null)
-    .where(sql<boolean>`capture_day = ${day}::date`)
-    .executeTakeFirst();
-}
 
 export function listTopologies(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; kind?: string | undefined; status?: string | undefined }) {
   let q = db.selectFrom('topologies').select(['id', 'seq', 'site_id', 'kind', 'status', 'name', 'node_count', 'edge_count', isoOrNull('built_at'), iso('created_at'), iso('updated_at')]);
@@ -217,121 +204,4 @@ export function updateVulnerabilityNote(db: Kysely<DB>, organisationId: string, 
     .where('id', '=', id)
     .returning(vulnerabilityColumns)
     .executeTakeFirstOrThrow();
-}
-
-/** Row counts per entity type, optionally of one site. Run it in a REPEATABLE READ transaction for one consistent read. */
-export async function countInventory(db: Kysely<DB>, organisationId: string, siteId: string | null) {
-  const site = siteId ? sql`and h.site_id = ${siteId}` : sql``;
-  const siteOf = (col: string) => (siteId ? sql`and ${sql.ref(col)} = ${siteId}` : sql``);
-  const r = await sql<Record<string, number>>`
-    select
-      (select count(*)::int from hosts h where h.organisation_id = ${organisationId} ${site}) as hosts,
-      (select count(*)::int from host_addresses a join hosts h on h.organisation_id = a.organisation_id and h.id = a.host_id where a.organisation_id = ${organisationId} ${site}) as addresses,
-      (select count(*)::int from services s join hosts h on h.organisation_id = s.organisation_id and h.id = s.host_id where s.organisation_id = ${organisationId} ${site}) as services,
-      (select count(*)::int from networks n where n.organisation_id = ${organisationId} ${siteOf('n.site_id')}) as networks,
-      (select count(*)::int from sites st where st.organisation_id = ${organisationId} ${siteOf('st.id')}) as sites,
-      (select count(*)::int from certificates c join hosts h on h.organisation_id = c.organisation_id and h.id = c.host_id where c.organisation_id = ${organisationId} ${site}) as certificates,
-      (select count(*)::int from vulnerabilities v join hosts h on h.organisation_id = v.organisation_id and h.id = v.host_id where v.organisation_id = ${organisationId} ${site}) as vulnerabilities,
-      (select count(*)::int from topologies t where t.organisation_id = ${organisationId} ${siteOf('t.site_id')}) as topologies
-  `.execute(db);
-  return r.rows[0]!;
-}
-
-export function insertSnapshot(
-  db: Kysely<DB>,
-  s: { organisationId: string; siteId: string | null; reason: string; stats: Record<string, number>; keyId: string | null; content: SnapshotContent; captureDay?: string },
-) {
-  return db
-    .insertInto('snapshots')
-    .values({
-      organisation_id: s.organisationId, site_id: s.siteId, reason: s.reason, stats: JSON.stringify(s.stats), created_by_key_id: s.keyId,
-      content: s.content.gzip, content_sha256: s.content.sha256, content_bytes: s.content.bytes, ...(s.captureDay ? { capture_day: s.captureDay } : {}),
-    })
-    .returning(snapshotColumns)
-    .executeTakeFirstOrThrow();
-}
-
-export interface SnapshotContent {
-  gzip: Buffer;
-  sha256: string;
-  bytes: number;
-}
-
-const CONTENT_CHUNK = 5000;
-
-/**
- * The inventory's content as canonical JSON (every list in id order, fixed key order), read by the
- * caller's transaction: hosts with their addresses and MACs, services, certificates,
- * vulnerabilities. Read in chunks of CONTENT_CHUNK rows (keyset on id) and compressed and hashed
- * as it goes, so a large inventory never sits in memory whole. Stored gzip-compressed with the
- * SHA-256 of the text, so snapshots can be diffed and attested.
- */
-export async function captureContent(db: Kysely<DB>, organisationId: string, siteId: string | null): Promise<SnapshotContent> {
-  const inSite = siteId ? sql`and h.site_id = ${siteId}` : sql``;
-  // Rows of another table belong to the site through their host; without a site filter no join,
-  // so each chunk is a range of the (organisation_id, id) primary key.
-  const hostInSite = (alias: string) => (siteId ? sql`and exists (select 1 from hosts h where h.organisation_id = ${sql.ref(`${alias}.organisation_id`)} and h.id = ${sql.ref(`${alias}.host_id`)} and h.site_id = ${siteId})` : sql``);
-  const sections: [string, (after: string) => ReturnType<typeof sql<{ id: string; item: string }>>][] = [
-    ['hosts', (after) => sql`
-      select h.id, json_build_object(
-          'id', h.id, 'siteId', h.site_id, 'fingerprint', h.fingerprint, 'hostname', h.hostname, 'fqdn', h.fqdn, 'vendor', h.vendor, 'os', h.os, 'deviceType', h.device_type,
-          'addresses', coalesce((select json_agg(host(a.address) order by a.address) from host_addresses a where a.organisation_id = h.organisation_id and a.host_id = h.id), '[]'),
-          'macs', coalesce((select json_agg(m.mac order by m.mac) from (select mac::text from host_addresses where organisation_id = h.organisation_id and host_id = h.id and mac is not null
-                                                                  union select mac::text from host_interfaces where organisation_id = h.organisation_id and host_id = h.id and mac is not null) m), '[]')
-        )::text as item
-      from hosts h where h.organisation_id = ${organisationId} ${inSite} and h.id > ${after}::uuid order by h.id limit ${CONTENT_CHUNK}`],
-    ['services', (after) => sql`
-      select s.id, json_build_object('id', s.id, 'hostId', s.host_id, 'protocol', s.protocol, 'port', s.port, 'state', s.state, 'name', s.name, 'product', s.product,
-          'version', s.version, 'cpe', s.cpe, 'gone', s.gone_at is not null)::text as item
-      from services s
-      where s.organisation_id = ${organisationId} ${hostInSite('s')} and s.id > ${after}::uuid order by s.id limit ${CONTENT_CHUNK}`],
-    ['certificates', (after) => sql`
-      select c.id, json_build_object('id', c.id, 'hostId', c.host_id, 'port', c.port, 'sha256', c.sha256, 'subject', c.subject, 'issuer', c.issuer,
-          'notAfter', c.not_after, 'trustStatus', c.trust_status)::text as item
-      from certificates c
-      where c.organisation_id = ${organisationId} ${hostInSite('c')} and c.id > ${after}::uuid order by c.id limit ${CONTENT_CHUNK}`],
-    ['vulnerabilities', (after) => sql`
-      select v.id, json_build_object('id', v.id, 'hostId', v.host_id, 'serviceId', v.service_id, 'cve', v.cve_id, 'severity', v.severity, 'state', v.state)::text as item
-      from vulnerabilities v
-      where v.organisation_id = ${organisationId} ${hostInSite('v')} and v.id > ${after}::uuid order by v.id limit ${CONTENT_CHUNK}`],
-  ];
-  // Each chunk must be a short walk of the primary key in id order, whatever the statistics say
-  // (right after a large first sweep they describe a small organisation, and the planner would
-  // sort the whole organisation's rows for every chunk). For this transaction only.
-  await sql`set local enable_sort = off`.execute(db);
-  await sql`set local enable_bitmapscan = off`.execute(db);
-  const gzip = createGzip();
-  const compressed: Buffer[] = [];
-  gzip.on('data', (c: Buffer) => compressed.push(c));
-  const finished = new Promise<void>((resolve, reject) => {
-    gzip.on('end', resolve);
-    gzip.on('error', reject);
-  });
-  const hash = createHash('sha256');
-  let bytes = 0;
-  const write = (text: string) => {
-    const b = Buffer.from(text, 'utf8');
-    bytes += b.length;
-    hash.update(b);
-    gzip.write(b);
-  };
-  write('{');
-  for (const [i, [name, chunk]] of sections.entries()) {
-    write(`${i ? ',' : ''}"${name}":[`);
-    let after = '00000000-0000-0000-0000-000000000000';
-    let first = true;
-    for (;;) {
-      const rows = (await chunk(after).execute(db)).rows;
-      if (rows.length === 0) break;
-      write(`${first ? '' : ','}${rows.map((r) => r.item).join(',')}`);
-      first = false;
-      after = rows.at(-1)!.id;
-      if (rows.length < CONTENT_CHUNK) break;
-    }
-    write(']');
-  }
-  write('}');
-  gzip.end();
-  await finished;
-  return { gzip: Buffer.concat(compressed), sha256: hash.digest('hex'), bytes };
 }

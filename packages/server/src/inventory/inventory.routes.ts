@@ -28,6 +28,4 @@ export function registerInventoryRoutes(app: FastifyInstance, deps: { db: Kysely
   addRoute(app, routes.createNetwork, async (request, reply) => reply.code(201).send(await inventory.createNetwork(db, keyActor(request), request.body)));
 
   addRoute(app, routes.patchVulnerability, async (request) => inventory.patchVulnerability(db, keyActor(request), request.params.id, request.body));
-
-  addRoute(app, routes.createSnapshot, async (request, reply) => reply.code(201).send(await inventory.createSnapshot(db, keyActor(request), request.body)));
 }

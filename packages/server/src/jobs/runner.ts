@@ -11,6 +11,10 @@ export interface OrganisationOutcome {
   ok: boolean;
   detail?: Record<string, unknown>;
   error?: string;
+  /** What the work returned, for a caller of `runNow` (not recorded). */
+  value?: unknown;
+  /** The failure itself, for a caller of `runNow` (only its redacted text is recorded). */
+  cause?: unknown;
 }
 
 /** What a tick of a job reports: a summary, and per organisation where the job works per organisation. */
@@ -26,6 +30,8 @@ export interface JobContext {
   now(): Date;
   /** Set when the process is stopping: a long job checks it between steps. */
   signal: AbortSignal;
+  /** Set on a run forced for one organisation (`runNow`): a per-organisation job works on it alone. */
+  organisationId?: string;
 }
 
 /**
@@ -35,8 +41,13 @@ export interface JobContext {
 export interface JobDefinition {
   name: string;
   intervalMs: number;
+  /** `organisation`: the job works organisation by organisation and can be run now for one (`runNow`). */
+  scope?: 'organisation' | 'deployment';
   run(ctx: JobContext): Promise<JobResult | void>;
 }
+
+/** How long `runNow` waits for a job's lock held by another run before giving up. */
+export const RUN_NOW_WAIT_MS = 120_000;
 
 /** Spec 1.1 rule 3: 2 minutes or less → one attempt; above → three, after 5 s and then 25 s. */
 export function retryPolicy(intervalMs: number): { attempts: number; backoffMs: number[] } {
@@ -96,6 +107,8 @@ export interface TickResult {
   durationMs?: number;
   error?: string;
   result?: JobResult;
+  /** The failure of the run as a whole (not printed; `error` is its redacted text). */
+  cause?: unknown;
 }
 
 export interface RunnerOptions {
@@ -106,6 +119,8 @@ export interface RunnerOptions {
   now?: () => Date;
   /** How a retry waits (tests pass one that records instead of sleeping). */
   sleep?: (ms: number) => Promise<void>;
+  /** How long `runNow` waits for a lock another run holds (default RUN_NOW_WAIT_MS). */
+  lockWaitMs?: number;
 }
 
 /** Waits `ms`, or less when `signal` aborts; leaves no listener behind either way. */
@@ -146,6 +161,11 @@ export class JobRunner {
     return this.jobs.get(name);
   }
 
+  /** Every job this runner knows, in the order they were given. */
+  get definitions(): JobDefinition[] {
+    return [...this.jobs.values()];
+  }
+
   /** Starts ticking every job: once soon after start (staggered), then on its interval. */
   start(): void {
     let i = 0;
@@ -168,18 +188,66 @@ export class JobRunner {
     await this.tick(name).catch((err) => this.opts.logger.error({ err, job: name }, 'job tick failed outside the job'));
   }
 
-  /** Runs one tick of a job now, if this process gets its lock. */
+  /** Runs one tick of a job now, if this process gets its lock (the scheduler's way: a held lock skips). */
   tick(name: string): Promise<TickResult> {
-    const job = this.jobs.get(name);
-    if (!job) return Promise.reject(new AppError('not_found', `No job ${name} (one of ${this.names.join(', ')}).`));
-    const p = this.execute(job).finally(() => this.running.delete(p));
-    this.running.add(p);
-    return p;
+    return this.track(this.job(name).then((job) => this.execute(job, { wait: false })));
   }
 
-  private async execute(job: JobDefinition): Promise<TickResult> {
+  /**
+   * The one way to run a job on demand (the admin endpoints, `surveyor jobs run`): the same lock,
+   * retries, status records and `job.failed` as a scheduled tick. A lock held by another run is
+   * waited for (bounded; then 409 `conflict`), so two forced runs both succeed and the second finds
+   * the work done. With `organisationId` a per-organisation job works on that organisation alone
+   * and records only its row. `trigger` is noted in the recorded detail.
+   */
+  runNow(name: string, opts: { organisationId?: string; trigger?: string } = {}): Promise<TickResult> {
+    return this.track(
+      this.job(name).then((job) => {
+        if (opts.organisationId && job.scope !== 'organisation') throw new AppError('conflict', `Job ${name} works on the whole deployment; it cannot run for one organisation.`);
+        return this.execute(job, { wait: true, ...opts });
+      }),
+    );
+  }
+
+  /**
+   * Runs a per-organisation job now for one organisation (runNow) and returns what its work
+   * returned; a failure throws the work's own error, so a refusal keeps its problem code.
+   */
+  async runFor<T>(name: string, organisationId: string, trigger: string): Promise<T> {
+    const r = await this.runNow(name, { organisationId, trigger });
+    const o = r.result?.organisations?.get(organisationId);
+    if (r.outcome === 'ok' && o?.ok) return o.value as T;
+    throw o?.cause ?? r.cause ?? new Error(o?.error ?? r.error ?? `job ${name} failed`);
+  }
+
+  private async job(name: string): Promise<JobDefinition> {
+    const job = this.jobs.get(name);
+    if (!job) throw new AppError('not_found', `No job ${name} (one of ${this.names.join(', ')}).`);
+    return job;
+  }
+
+  private track(p: Promise<TickResult>): Promise<TickResult> {
+    const tracked = p.finally(() => this.running.delete(tracked));
+    this.running.add(tracked);
+    return tracked;
+  }
+
+  /** The job's lock: at once, or (`wait`) polled until it frees or the wait runs out. */
+  private async lock(job: JobDefinition, wait: boolean): Promise<(() => Promise<void>) | null> {
+    const deadline = Date.now() + (this.opts.lockWaitMs ?? RUN_NOW_WAIT_MS);
+    for (;;) {
+      const release = await this.opts.database.tryLock(`job:${job.name}`);
+      if (release || !wait) return release;
+      if (Date.now() >= deadline || this.stopping.signal.aborted) {
+        throw new AppError('conflict', `Job ${job.name} is still running elsewhere after ${Math.round((this.opts.lockWaitMs ?? RUN_NOW_WAIT_MS) / 1000)} s; try again when it has finished.`);
+      }
+      await realSleep(250, this.stopping.signal);
+    }
+  }
+
+  private async execute(job: JobDefinition, run: { wait: boolean; organisationId?: string; trigger?: string }): Promise<TickResult> {
     const { database, logger } = this.opts;
-    const release = await database.tryLock(`job:${job.name}`);
+    const release = await this.lock(job, run.wait);
     if (!release) {
       logger.debug({ job: job.name }, 'job tick skipped: another process holds its lock');
       return { job: job.name, ran: false };
@@ -195,7 +263,7 @@ export class JobRunner {
       for (;;) {
         attempts++;
         try {
-          result = (await job.run({ db: database.db, logger: logger.child({ job: job.name }), now: this.now, signal: this.stopping.signal })) ?? undefined;
+          result = (await job.run({ db: database.db, logger: logger.child({ job: job.name }), now: this.now, signal: this.stopping.signal, ...(run.organisationId ? { organisationId: run.organisationId } : {}) })) ?? undefined;
           failed = false;
           break;
         } catch (err) {
@@ -212,18 +280,26 @@ export class JobRunner {
       const durationMs = Math.round(performance.now() - t0);
       const error = failed ? status.errorText(failure) : undefined;
       const outcome = failed ? 'failed' : 'ok';
+      const trigger = run.trigger ? { trigger: run.trigger } : {};
       const before = await status.outcomes(database.db, job.name);
-      await status.record(database.db, { job: job.name, organisationId: null, at: started, durationMs, outcome, error, attempts, detail: result?.detail ?? {} });
-      const organisations = result?.organisations ?? (failed && failure instanceof OrganisationsFailed ? failure.organisations : undefined);
+      let organisations = result?.organisations ?? (failed && failure instanceof OrganisationsFailed ? failure.organisations : undefined);
+      if (run.organisationId) {
+        // A run for one organisation is that organisation's run: the job's own row stays the scheduler's.
+        if (!organisations?.has(run.organisationId)) organisations = new Map([[run.organisationId, failed ? { ok: false, error, cause: failure } : { ok: true, detail: result?.detail ?? {} }]]);
+      } else {
+        await status.record(database.db, { job: job.name, organisationId: null, at: started, durationMs, outcome, error, attempts, detail: { ...(result?.detail ?? {}), ...trigger } });
+      }
       for (const [organisationId, o] of organisations ?? []) {
-        await status.record(database.db, { job: job.name, organisationId, at: started, durationMs, outcome: o.ok ? 'ok' : 'failed', error: o.error, attempts, detail: o.detail ?? {} });
+        await status.record(database.db, { job: job.name, organisationId, at: started, durationMs, outcome: o.ok ? 'ok' : 'failed', error: o.error, attempts, detail: { ...(o.detail ?? {}), ...trigger } });
       }
       await status
-        .announceFailures(database.db, job.name, before, { failed, error, attempts, organisations })
+        .announceFailures(database.db, job.name, before, { failed: failed && !run.organisationId, error, attempts, organisations })
         .catch((err) => logger.warn({ err, job: job.name }, 'could not record job.failed events'));
       if (outcome === 'failed') logger.error({ job: job.name, attempts, error }, 'job failed');
       else logger.debug({ job: job.name, durationMs, detail: result?.detail }, 'job ran');
-      return { job: job.name, ran: true, outcome, attempts, durationMs, ...(error ? { error } : {}), ...(result ? { result } : {}) };
+      // A failed run still reports each organisation's outcome (runFor finds its own failure there).
+      const reported = result ?? (organisations ? { organisations } : undefined);
+      return { job: job.name, ran: true, outcome, attempts, durationMs, ...(error ? { error, cause: failure } : {}), ...(reported ? { result: reported } : {}) };
     } finally {
       await release();
     }

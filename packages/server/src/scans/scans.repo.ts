@@ -1,4 +1,4 @@
-import { emit } from '../events/emit.js';
+import { emit, emitSelect } from '../events/emit.js';
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
@@ -117,4 +117,44 @@ export async function cancelSession(db: Kysely<DB>, organisationId: string, id: 
     where s.organisation_id = ${organisationId} and s.id = ${id} and s.state in ('queued', 'dispatched', 'running', 'stalled')
     returning old.previous, s.daemon_id`.execute(db);
   return r.rows[0];
+}
+
+/** Networks with a `scanIntervalMinutes` whose last session started longer ago than that (or never), of every organisation. */
+export async function dueNetworks(db: Kysely<DB>, at: Date): Promise<{ organisation_id: string; id: string }[]> {
+  const r = await sql<{ organisation_id: string; id: string }>`
+    select n.organisation_id, n.id from networks n
+    where n.scan_interval_minutes is not null
+      and not exists (select 1 from scan_sessions s where s.organisation_id = n.organisation_id and s.network_id = n.id
+                        and s.created_at > ${at}::timestamptz - make_interval(mins => n.scan_interval_minutes))
+    order by n.organisation_id, n.id`.execute(db);
+  return r.rows;
+}
+
+/** What the scheduler last did with a network (shown as the network's `schedule`). */
+export async function recordScheduleOutcome(db: Kysely<DB>, organisationId: string, networkId: string, at: Date, outcome: 'queued' | 'skipped', detail: string | null) {
+  await sql`update networks set schedule_checked_at = ${at}, schedule_outcome = ${outcome}, schedule_detail = ${detail}
+    where organisation_id = ${organisationId} and id = ${networkId}`.execute(db);
+}
+
+/**
+ * Marks `stalled` every session in a running state whose daemon has not heartbeated for 3 × its
+ * heartbeat interval, or that received no batch since `quietBatches`; logs the change and
+ * announces `scan.stalled`, in one statement.
+ */
+export async function markStalledSessions(db: Kysely<DB>, at: Date, quietBatches: Date): Promise<{ organisation_id: string; id: string }[]> {
+  const stalled = await sql<{ organisation_id: string; id: string }>`
+    with s as (
+      update scan_sessions s set state = 'stalled', updated_at = now()
+      from daemons d
+      where s.state in ('dispatched', 'running') and d.organisation_id = s.organisation_id and d.id = s.daemon_id
+        and (coalesce(d.last_heartbeat_at, '-infinity') < ${at}::timestamptz - make_interval(secs => 3 * d.heartbeat_interval_seconds)
+             or coalesce(s.last_batch_at, s.started_at, s.dispatched_at, s.created_at) < ${quietBatches})
+      returning s.organisation_id, s.id, s.daemon_id, s.network_id
+    ), logged as (
+      insert into change_log (organisation_id, entity_type, entity_id, action) select organisation_id, 'scan', id, 'updated' from s
+    ), announced as (
+      ${emitSelect('scan.stalled', { from: sql`s`, organisationId: sql`organisation_id`, subjectId: sql`id`, data: { daemonId: sql`daemon_id`, networkId: sql`network_id` } })}
+    )
+    select organisation_id, id from s`.execute(db);
+  return stalled.rows;
 }

@@ -72,3 +72,8 @@ export async function sources(db: Kysely<DB>, organisationId: string) {
            exists (select 1 from host_neighbors where organisation_id = ${organisationId}) as neighbours`.execute(db);
   return r.rows[0]!;
 }
+
+/** The host's hostname and FQDN, when it exists. */
+export function hostNames(db: Kysely<DB>, organisationId: string, hostId: string) {
+  return db.selectFrom('hosts').select(['hostname', 'fqdn']).where('organisation_id', '=', organisationId).where('id', '=', hostId).executeTakeFirst();
+}

@@ -40,3 +40,10 @@ export async function hostTopology(db: Kysely<DB>, organisationId: string, hostI
     window: { hours: windowHours, from: from.toISOString(), to: now.toISOString() },
   };
 }
+
+/** The host topology and the name to draw in its centre (hostname, else FQDN, else the id). */
+export async function hostTopologyDrawing(db: Kysely<DB>, organisationId: string, hostId: string, windowHours: number): Promise<{ topology: HostTopology; label: string }> {
+  const topology = await hostTopology(db, organisationId, hostId, windowHours);
+  const names = await repo.hostNames(db, organisationId, hostId);
+  return { topology, label: names?.hostname ?? names?.fqdn ?? hostId };
+}

@@ -1,12 +1,12 @@
 import { type Role, type RouteAuth, isUuid, problemCodes, roleAtLeast } from '@surveyor/contract';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { authenticateBearer, authenticateSession, keyGrants } from '../auth/auth.service.js';
-import type { Principal } from '../auth/principal.js';
-import { safeEqual } from '../auth/tokens.js';
+import { authenticateBearer, authenticateSession, keyGrants } from './auth.service.js';
+import type { Principal } from './principal.js';
+import { safeEqual } from './tokens.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { AppError } from '../errors.js';
-import { type RateLimiter, rateLimitHeaders } from './rate-limit.js';
+import { type RateLimiter, rateLimitHeaders } from '../http/rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

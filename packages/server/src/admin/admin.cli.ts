@@ -1,0 +1,83 @@
+import type { Kysely } from 'kysely';
+import type { Actor } from '../audit/audit.repo.js';
+import { UsageError, type FlagSpec, parseFlags } from '../cli/args.js';
+import { withMigratedDatabase } from '../db/open.js';
+import type { DB } from '../db/schema.js';
+import type { CliVerb } from '../module.js';
+import * as admin from './admin.service.js';
+
+interface AdminCommand {
+  flags: FlagSpec;
+  required: string[];
+  run(db: Kysely<DB>, actor: Actor, f: Record<string, string | undefined>): Promise<Record<string, unknown>>;
+  human(result: Record<string, unknown>): string;
+}
+
+const s = (v: unknown) => (typeof v === 'string' ? v : undefined);
+
+const adminCommands: Record<string, AdminCommand> = {
+  'create-org': {
+    flags: { name: 'string', 'owner-email': 'string', 'owner-password': 'string' },
+    required: ['name', 'owner-email'],
+    run: (db, actor, f) => admin.createOrganisation(db, actor, { name: f.name!, ownerEmail: f['owner-email']!, ownerPassword: f['owner-password'] }),
+    human: (r) => `Created organisation ${r.organisationId} with owner ${r.userId}${r.generatedPassword ? `; one-time password: ${r.generatedPassword}` : ''}`,
+  },
+  'create-user': {
+    flags: { org: 'string', email: 'string', role: 'string', password: 'string' },
+    required: ['org', 'email', 'role'],
+    run: (db, actor, f) => admin.createUser(db, actor, { org: f.org!, email: f.email!, role: f.role!, password: f.password }),
+    human: (r) => `User ${r.userId} added${r.generatedPassword ? `; one-time password: ${r.generatedPassword}` : ''}`,
+  },
+  'create-api-key': {
+    flags: { org: 'string', user: 'string', scopes: 'string', name: 'string', kind: 'string' },
+    required: ['org', 'user', 'scopes'],
+    run: (db, actor, f) => {
+      const kind = f.kind ?? 'api';
+      if (!['api', 'metrics', 'scim'].includes(kind)) throw new UsageError('--kind must be api, metrics or scim');
+      return admin.createApiKey(db, actor, {
+        org: f.org!, userEmail: f.user!, scopes: f.scopes!.split(',').map((x) => x.trim()).filter(Boolean), name: f.name, kind: kind as 'api',
+      });
+    },
+    human: (r) => `Key ${r.id} (${(r.scopes as string[]).join(', ')}):\n${r.token}\nStore it now; it is not shown again.`,
+  },
+  'create-daemon-key': {
+    flags: { org: 'string', name: 'string' },
+    required: ['org'],
+    run: (db, actor, f) => admin.createDaemonKey(db, actor, { org: f.org!, name: f.name }),
+    human: (r) => `Daemon key ${r.id}:\n${r.token}\nStore it now; it is not shown again.`,
+  },
+  'set-role': {
+    flags: { org: 'string', user: 'string', role: 'string' },
+    required: ['org', 'user', 'role'],
+    run: (db, actor, f) => admin.setRole(db, actor, { org: f.org!, userEmail: f.user!, role: f.role! }),
+    human: (r) => `Role of ${r.userId}: ${r.previousRole} -> ${r.role}`,
+  },
+  'revoke-key': {
+    flags: { id: 'string' },
+    required: ['id'],
+    run: (db, actor, f) => admin.revokeKey(db, actor, { id: f.id! }),
+    human: (r) => `Key ${r.id} revoked`,
+  },
+};
+
+/** `surveyor admin …`: organisations, users, roles and keys, straight on the database. */
+export const adminVerb: CliVerb = {
+  usage: [
+    'admin create-org --name NAME --owner-email EMAIL [--owner-password PW] [--json]',
+    'admin create-user --org ORG --email EMAIL --role viewer|editor|admin|owner [--password PW] [--json]',
+    'admin create-api-key --org ORG --user EMAIL --scopes s1,s2 [--name N] [--kind api|metrics|scim] [--json]',
+    'admin create-daemon-key --org ORG [--name N] [--json]',
+    'admin set-role --org ORG --user EMAIL --role ROLE [--json]',
+    'admin revoke-key --id ID [--json]',
+  ],
+  async run([sub, ...args], io, config) {
+    const cmd = sub ? adminCommands[sub] : undefined;
+    if (!cmd) throw new UsageError(`unknown admin command ${JSON.stringify(sub ?? '')} (one of ${Object.keys(adminCommands).join(', ')})`);
+    const f = parseFlags(args, { ...cmd.flags, json: 'boolean' }, cmd.required);
+    return withMigratedDatabase(config, async (database) => {
+      const result = await cmd.run(database.db, { type: 'cli' }, Object.fromEntries(Object.entries(f).map(([k, v]) => [k, s(v)])));
+      io.out(f.json ? JSON.stringify(result) : cmd.human(result));
+      return 0;
+    });
+  },
+};

@@ -1,0 +1,28 @@
+import { everyOrganisation } from '../jobs/per-organisation.js';
+import type { JobDefinition } from '../jobs/runner.js';
+import { takeScheduledSnapshot } from './snapshots.service.js';
+
+/**
+ * inventory.snapshot (1 h): today's scheduled snapshot of every organisation, if not taken yet
+ * (spec 1.1 rule 1). Run now for one organisation by POST /api/v1/admin/snapshot, whose answer is
+ * the work's value: `{ created, snapshot }`.
+ */
+export function inventorySnapshot(): JobDefinition {
+  return {
+    name: 'inventory.snapshot',
+    intervalMs: 60 * 60_000,
+    scope: 'organisation',
+    run(ctx) {
+      const at = ctx.now();
+      return everyOrganisation(
+        ctx,
+        'created',
+        async (org) => {
+          const r = await takeScheduledSnapshot(ctx.db, org, at);
+          return { detail: { created: r.created, snapshotId: r.snapshot.id }, value: r };
+        },
+        (d) => (d.created ? 1 : 0),
+      );
+    },
+  };
+}
