@@ -3,6 +3,8 @@ import type { ColumnType, Generated } from 'kysely';
 /** Timestamps come back as Date from both drivers; writes take Date or an SQL expression. */
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+/** jsonb with a default: read as parsed JSON; written as JSON text. */
+type Json = ColumnType<Record<string, unknown>, string | undefined, string>;
 
 export interface OrganisationsTable {
   id: Generated<string>;
@@ -65,7 +67,7 @@ export interface AuditLogTable {
   action: string;
   target_type: string;
   target_id: string | null;
-  changes: ColumnType<Record<string, unknown>, string | undefined, string>;
+  changes: Json;
   request_id: string | null;
 }
 
@@ -105,7 +107,7 @@ export interface NetworksTable {
   nmap_enabled: Generated<boolean>;
   nmap_scripts: TextArray;
   last_scan_at: NullableTimestamp;
-  schedule_checked_at: ColumnType<string | null, never, never>;
+  schedule_checked_at: ColumnType<Date | null, never, never>;
   schedule_outcome: ColumnType<string | null, never, never>;
   schedule_detail: ColumnType<string | null, never, never>;
   created_at: Created;
@@ -137,6 +139,7 @@ export interface HostAddressesTable {
   mac: string | null;
   first_seen_at: Timestamp;
   last_seen_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 export interface HostInterfacesTable {
@@ -146,6 +149,60 @@ export interface HostInterfacesTable {
   mac: string | null;
   first_seen_at: Timestamp;
   last_seen_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface HostFingerprintsTable {
+  organisation_id: string;
+  fingerprint: string;
+  host_id: string;
+  created_at: Created;
+}
+
+export interface HostNeighborsTable {
+  organisation_id: string;
+  host_id: string;
+  local_interface: string;
+  remote_chassis_id: string;
+  remote_port_id: string | null;
+  remote_system_name: string | null;
+  management_address: string | null;
+  protocol: 'lldp' | 'cdp';
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface HostVlansTable {
+  organisation_id: string;
+  host_id: string;
+  vlan_id: number;
+  name: string | null;
+  tagged: TextArray;
+  untagged: TextArray;
+  last_seen_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface HostRoutesTable {
+  organisation_id: string;
+  host_id: string;
+  destination: string;
+  next_hop: string | null;
+  interface: Generated<string>;
+  metric: number | null;
+  last_seen_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface HostLagGroupsTable {
+  organisation_id: string;
+  host_id: string;
+  name: string;
+  protocol: 'lacp' | 'static' | null;
+  members: TextArray;
+  last_seen_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 export interface ServicesTable {
@@ -188,6 +245,8 @@ export interface CertificatesTable {
   sha256: string;
   chain_pem: TextArray;
   trust_status: string;
+  /** The smallest tls.expiring threshold (days) already announced for this certificate. */
+  expiry_notified_days: number | null;
   first_seen_at: Timestamp;
   last_seen_at: Timestamp;
   created_at: Created;
@@ -335,8 +394,121 @@ export interface FlowsTable {
   received_at: Created;
 }
 
+/** Digests of the observation batches a scan session has applied (retries answered at once). */
+export interface ScanBatchesTable {
+  organisation_id: string;
+  session_id: string;
+  digest: string;
+  rows: number;
+  received_at: Created;
+}
+
+/** Digests of the flow batches a daemon has delivered (retries recognised). */
+export interface FlowBatchesTable {
+  organisation_id: string;
+  daemon_id: string;
+  digest: string;
+  records: number;
+  received_at: Created;
+}
+
+/** One row per job as a whole (organisation_id null) and per organisation it works for. */
+export interface JobStatusTable {
+  job: string;
+  organisation_id: string | null;
+  last_run_at: Timestamp;
+  duration_ms: number;
+  outcome: 'ok' | 'failed';
+  error: string | null;
+  attempts: number;
+  detail: Json;
+  last_ok_at: NullableTimestamp;
+  updated_at: Timestamp;
+}
+
+export interface DependencyEdgesTable {
+  organisation_id: string;
+  site_id: string | null;
+  src_host_id: string;
+  dst_host_id: string;
+  dst_service_id: string;
+  bytes: number;
+  packets: number;
+  flows: number;
+  last_seen_at: Timestamp;
+  built_at: Timestamp;
+}
+
+type Severity = 'info' | 'warning' | 'critical';
+
+export interface EventsTable {
+  organisation_id: string;
+  id: Generated<string>;
+  seq: Seq;
+  kind: string;
+  severity: Severity;
+  occurred_at: Timestamp;
+  subject_type: string;
+  /** Text, not uuid: a subject is not always a row (`job.failed` names a job). */
+  subject_id: string;
+  data: Json;
+}
+
+export interface NotificationDestinationsTable {
+  organisation_id: string;
+  id: Generated<string>;
+  name: string;
+  kind: 'webhook' | 'slack' | 'email';
+  enabled: Generated<boolean>;
+  event_kinds: string[];
+  min_severity: Severity;
+  /** A redacted summary to show; the settings themselves are in config_sealed (AES-256-GCM). */
+  target: string;
+  config_sealed: string;
+  created_at: Created;
+  updated_at: Timestamp;
+}
+
+export interface NotificationDeliveriesTable {
+  organisation_id: string;
+  id: Generated<string>;
+  event_id: string;
+  destination_id: string;
+  state: Generated<'pending' | 'delivered' | 'dead'>;
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp;
+  claimed_until: NullableTimestamp;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: Created;
+  updated_at: Timestamp;
+  delivered_at: NullableTimestamp;
+}
+
+export interface NotificationAttemptsTable {
+  organisation_id: string;
+  delivery_id: string;
+  attempt: number;
+  attempted_at: Timestamp;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+}
+
+/**
+ * Every table the migrations create (test/schema.test.ts compares this with a migrated
+ * database). A partitioned table (flows) is its parent; its daily partitions are not listed.
+ */
 export interface DB {
   flows: FlowsTable;
+  flow_batches: FlowBatchesTable;
+  scan_batches: ScanBatchesTable;
+  job_status: JobStatusTable;
+  dependency_edges: DependencyEdgesTable;
+  events: EventsTable;
+  notification_destinations: NotificationDestinationsTable;
+  notification_deliveries: NotificationDeliveriesTable;
+  notification_attempts: NotificationAttemptsTable;
   daemons: DaemonsTable;
   scan_sessions: ScanSessionsTable;
   daemon_jobs: DaemonJobsTable;
@@ -346,6 +518,11 @@ export interface DB {
   hosts: HostsTable;
   host_addresses: HostAddressesTable;
   host_interfaces: HostInterfacesTable;
+  host_fingerprints: HostFingerprintsTable;
+  host_neighbors: HostNeighborsTable;
+  host_vlans: HostVlansTable;
+  host_routes: HostRoutesTable;
+  host_lag_groups: HostLagGroupsTable;
   services: ServicesTable;
   certificates: CertificatesTable;
   vulnerabilities: VulnerabilitiesTable;
