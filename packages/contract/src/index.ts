@@ -1,12 +1,18 @@
+// Shared building blocks: problems and common fields, network addresses.
 export * from './common.js';
-export * from './auth.js';
-export * from './health.js';
-export * from './routes.js';
-export * from './openapi.js';
 export * from './net.js';
+
+// Request and response schemas, per domain.
+export * from './health.js';
+export * from './auth.js';
 export * from './inventory.js';
 export * from './daemon.js';
 export * from './topology.js';
 export * from './jobs.js';
 export * from './events.js';
 export * from './notifications.js';
+
+// Routes: what a route is, then every route (one table per domain), then the OpenAPI document of them.
+export type { HttpMethod, RouteAuth, RouteDef } from './route-def.js';
+export * from './routes.js';
+export * from './openapi.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Problem, problemCodes } from './common.js';
-import type { RouteDef } from './routes.js';
+import type { RouteDef } from './route-def.js';
 
 export interface OpenApiOptions {
   version: string;

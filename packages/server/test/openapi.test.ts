@@ -1,3 +1,4 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { generateOpenApi, problemCodes } from '@surveyor/contract';
 import type { FastifyInstance } from 'fastify';
@@ -124,8 +125,16 @@ function registeredRoutes(app: FastifyInstance): { method: string; url: string }
 
 const key = (method: string, url: string) => `${method.toUpperCase()} ${url}`;
 
+/**
+ * The public document exactly as served today. The contract's route tables may be rearranged
+ * freely; what clients see may change only on purpose, by regenerating this file.
+ */
+const GOLDEN = new URL('./fixtures/openapi.public.json', import.meta.url);
+const REGENERATE = 'If the change to the public API is intended, regenerate it with `UPDATE_OPENAPI_GOLDEN=1 npx vitest run packages/server/test/openapi.test.ts` and commit the file.';
+
 describe('GET /openapi.json', () => {
   let t: TestApp;
+  let body: string;
   let doc: Json;
   let operations: Operation[];
   const publicRoutes = contractRoutes.filter((r) => !r.internal);
@@ -136,10 +145,19 @@ describe('GET /openapi.json', () => {
     const res = await t.app.inject({ method: 'GET', url: '/openapi.json' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
+    body = res.body;
     doc = res.json();
     operations = operationsOf(doc);
   });
   afterAll(() => t.close());
+
+  it('is byte for byte the golden document test/fixtures/openapi.public.json', () => {
+    if (process.env.UPDATE_OPENAPI_GOLDEN === '1') writeFileSync(GOLDEN, body);
+    const golden = readFileSync(GOLDEN, 'utf8');
+    // Indented first, so that a difference (order included) shows as a readable line diff.
+    expect(JSON.stringify(JSON.parse(body), null, 2), `/openapi.json differs from the golden document. ${REGENERATE}`).toBe(JSON.stringify(JSON.parse(golden), null, 2));
+    expect(body === golden, `/openapi.json differs from the golden document in its bytes only (serialisation). ${REGENERATE}`).toBe(true);
+  });
 
   describe('as an OpenAPI 3.0 document', () => {
     it('declares openapi 3.0.3 exactly', () => {

@@ -1,0 +1,47 @@
+import type { z } from 'zod';
+import type { Role, Scope } from './auth.js';
+
+/** Who may call a route. The server enforces it; the OpenAPI document states it. */
+export type RouteAuth =
+  | { kind: 'none' }
+  /**
+   * `Authorization: Bearer <API key>` holding `scope` (any valid key when absent), capped by the key
+   * owner's current role. A key without the scope is 403, or 401 with `missingScopeUnauthorized`
+   * (metrics, spec 4.8); a key whose owner's role no longer allows it is 403 either way.
+   */
+  | { kind: 'apiKey'; scope?: Scope; missingScopeUnauthorized?: boolean }
+  /** `Authorization: Bearer <daemon key>`; `daemonId` requires `X-Daemon-ID` (every daemon call but register). */
+  | { kind: 'daemon'; daemonId: boolean }
+  /** The browser session cookie; `minRole` for admin surfaces. State-changing methods need `X-CSRF-Token`. */
+  | { kind: 'session'; minRole?: Role };
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** One HTTP route of the service: everything about it except the handler. */
+export interface RouteDef {
+  method: HttpMethod;
+  /** Fastify-style path, `:name` for parameters. */
+  url: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  /** Internal routes (UI and session calls) are absent from `/openapi.json` and carry no compatibility promise (spec 9). */
+  internal?: boolean;
+  auth: RouteAuth;
+  params?: z.ZodObject;
+  querystring?: z.ZodObject;
+  body?: z.ZodType;
+  /** Status → body schema; `null` for an empty body. */
+  response: Record<number, z.ZodType | null>;
+  /** A collection read: query errors answer unknown_parameter / limit_out_of_range / invalid_filter (spec 4.1). */
+  collection?: boolean;
+  /** False exempts the route from rate limits (health only, decisions.md). */
+  rateLimited?: boolean;
+  /** Media type of the success body when it is not JSON. */
+  produces?: string;
+}
+
+export function route<const R extends RouteDef>(r: R): R {
+  return r;
+}

@@ -1,0 +1,65 @@
+import { FlowsRequest, FlowsResponse, HeartbeatRequest, HeartbeatResponse, ObservationsRequest, ObservationsResponse, PollRequest, PollResponse, RegisterRequest, RegisterResponse } from '../daemon.js';
+import { type RouteDef, route } from '../route-def.js';
+
+/** The daemon protocol (daemon keys). */
+export const daemonRoutes = {
+  daemonRegister: route({
+    method: 'POST',
+    url: '/api/v1/daemon/register',
+    operationId: 'daemonRegister',
+    summary: 'Register a daemon (idempotent by name within the organisation)',
+    description: 'A restarting daemon keeps its id. `siteCode` binds a site on first registration only; a site set in the UI always wins.',
+    tags: ['daemon'],
+    auth: { kind: 'daemon', daemonId: false },
+    body: RegisterRequest,
+    response: { 200: RegisterResponse },
+  }),
+  daemonHeartbeat: route({
+    method: 'POST',
+    url: '/api/v1/daemon/heartbeat',
+    operationId: 'daemonHeartbeat',
+    summary: 'Report liveness and status',
+    tags: ['daemon'],
+    auth: { kind: 'daemon', daemonId: true },
+    body: HeartbeatRequest,
+    response: { 200: HeartbeatResponse },
+  }),
+  daemonPoll: route({
+    method: 'POST',
+    url: '/api/v1/daemon/jobs/poll',
+    operationId: 'daemonPoll',
+    summary: 'Long-poll for a job (at most 60 s); 204 with an empty body when none came',
+    description: 'Answers at once when a job is queued, else waits until one is queued for this daemon (woken across processes by PostgreSQL NOTIFY) or `waitSeconds` pass.',
+    tags: ['daemon'],
+    auth: { kind: 'daemon', daemonId: true },
+    body: PollRequest,
+    response: { 200: PollResponse, 204: null },
+  }),
+  daemonObservations: route({
+    method: 'POST',
+    url: '/api/v1/daemon/observations',
+    operationId: 'daemonObservations',
+    summary: 'Post a batch of a scan\'s observations; the control plane reconciles them into the inventory',
+    description:
+      'One transaction per batch; idempotent (a replayed, split or duplicated batch changes nothing further). Absent fields mean "not observed", never "erase". ' +
+      'The first batch moves the session to running, `final` completes it; only a completed session marks absent what it did not see inside its CIDR. ' +
+      'A batch for a cancelled session is 409 `session_cancelled`; for an unknown session 404. Bodies may be gzip-compressed (`Content-Encoding: gzip`), up to `SERVICE_INGEST_BODY_LIMIT_BYTES` (413 above).',
+    tags: ['daemon'],
+    auth: { kind: 'daemon', daemonId: true },
+    body: ObservationsRequest,
+    response: { 200: ObservationsResponse },
+  }),
+  daemonFlows: route({
+    method: 'POST',
+    url: '/api/v1/daemon/flows',
+    operationId: 'daemonFlows',
+    summary: 'Post flow records; each is resolved to the inventory by (dstIp, dstPort) and by source address',
+    description:
+      'No session id. Records are stored as sent and resolved when read (host topology), so a flow seen before its host was found resolves once it is; unknown peers have null ids. ' +
+      'A retried delivery (the same body again) is recognised by its digest and stores nothing. `dropped` accumulates on the daemon (a delivery of `dropped` alone is counted each time). gzip bodies accepted.',
+    tags: ['daemon'],
+    auth: { kind: 'daemon', daemonId: true },
+    body: FlowsRequest,
+    response: { 200: FlowsResponse },
+  }),
+} as const satisfies Record<string, RouteDef>;

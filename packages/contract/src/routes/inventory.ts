@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import { Uuid } from '../common.js';
+import {
+  type CollectionName,
+  CreateNetworkRequest,
+  CreateSnapshotRequest,
+  Network,
+  Page,
+  PatchVulnerabilityRequest,
+  Snapshot,
+  Vulnerability,
+  collectionItems,
+  listQueries,
+} from '../inventory.js';
+import { type RouteDef, route } from '../route-def.js';
+
+const collectionSummaries: Record<CollectionName, string> = {
+  hosts: 'Hosts: addresses, MACs, names, OS and device type, first and last seen',
+  services: 'Services: a port of a host and what runs on it',
+  networks: 'Networks the organisation scans',
+  sites: 'Sites',
+  certificates: 'TLS certificates seen on hosts',
+  vulnerabilities: 'Vulnerabilities (findings) on services',
+  snapshots: 'Inventory snapshots',
+  topologies: 'Topology views (read-only)',
+};
+
+function collectionRoute<const N extends CollectionName>(name: N) {
+  return route({
+    method: 'GET',
+    url: `/api/v1/${name}` as `/api/v1/${N}`,
+    operationId: `list${name[0]!.toUpperCase()}${name.slice(1)}` as const,
+    summary: collectionSummaries[name],
+    description:
+      'Keyset-paginated in insertion order. `nextCursor` is opaque and bound to this collection, these filters and your organisation. ' +
+      'An unknown parameter gives 400 `unknown_parameter`, a bad filter value 400 `invalid_filter`, a bad `limit` 400 `limit_out_of_range`, a bad cursor 400 `invalid_cursor`.',
+    tags: ['inventory'],
+    auth: { kind: 'apiKey', scope: 'inventory:read' },
+    collection: true,
+    querystring: listQueries[name] as (typeof listQueries)[N],
+    response: { 200: Page(collectionItems[name] as (typeof collectionItems)[N]) },
+  });
+}
+
+/** The inventory collections: one keyset-paginated list each. */
+export const inventoryReadRoutes = {
+  listHosts: collectionRoute('hosts'),
+  listServices: collectionRoute('services'),
+  listNetworks: collectionRoute('networks'),
+  listSites: collectionRoute('sites'),
+  listCertificates: collectionRoute('certificates'),
+  listVulnerabilities: collectionRoute('vulnerabilities'),
+  listSnapshots: collectionRoute('snapshots'),
+  listTopologies: collectionRoute('topologies'),
+} as const satisfies Record<string, RouteDef>;
+
+/** Changes to the inventory through API keys. */
+export const inventoryWriteRoutes = {
+  createNetwork: route({
+    method: 'POST',
+    url: '/api/v1/networks',
+    operationId: 'createNetwork',
+    summary: 'Add a network to scan',
+    description: 'A CIDR with host bits set is refused (400), never truncated. A second network with the same CIDR gives 409 `duplicate`. A `siteId` of another organisation is 404.',
+    tags: ['inventory'],
+    auth: { kind: 'apiKey', scope: 'inventory:write' },
+    body: CreateNetworkRequest,
+    response: { 201: Network },
+  }),
+  patchVulnerability: route({
+    method: 'PATCH',
+    url: '/api/v1/vulnerabilities/:id',
+    operationId: 'patchVulnerability',
+    summary: 'Change a vulnerability\'s state (acknowledge, mark false positive, reopen)',
+    description:
+      'Allowed moves: open → acknowledged | false_positive; acknowledged → open | false_positive; false_positive → open; resolved → none (only the matcher reopens it). ' +
+      'Setting the current state is a 200 no-op. A refused move is 409 `invalid_transition` naming the allowed next states.',
+    tags: ['inventory'],
+    auth: { kind: 'apiKey', scope: 'inventory:write' },
+    params: z.object({ id: Uuid }),
+    body: PatchVulnerabilityRequest,
+    response: { 200: Vulnerability },
+  }),
+  createSnapshot: route({
+    method: 'POST',
+    url: '/api/v1/snapshots',
+    operationId: 'createSnapshot',
+    summary: 'Take an inventory snapshot now',
+    description: '`stats` counts each entity type in one consistent read. `reason` defaults to `manual`; `scheduled` is reserved for the daily job (400).',
+    tags: ['inventory'],
+    auth: { kind: 'apiKey', scope: 'inventory:write' },
+    body: CreateSnapshotRequest,
+    response: { 201: Snapshot },
+  }),
+} as const satisfies Record<string, RouteDef>;
+
+/** Every inventory route: the collections, then the writes. */
+export const inventoryRoutes = { ...inventoryReadRoutes, ...inventoryWriteRoutes } as const satisfies Record<string, RouteDef>;
