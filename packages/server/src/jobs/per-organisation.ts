@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
-import { type JobContext, type JobResult, type OrganisationOutcome, OrganisationsFailed, isTransient } from './runner.js';
+import { type JobContext, type JobDefinition, type JobResult, type OrganisationOutcome, OrganisationsFailed, isTransient } from './runner.js';
 
 /** What a job did for one organisation: the detail recorded in its status, and a value for a caller of `runNow`. */
 export interface OrganisationWork {
@@ -53,4 +53,26 @@ export async function everyOrganisation(ctx: Pick<JobContext, 'db' | 'organisati
     return work;
   });
   return { ...result, detail: { ...result.detail, [key]: total } };
+}
+
+/**
+ * A job that does `work` for every organisation (or the one a forced run names) on each tick, its
+ * detail summing `count` of the organisations' details under `key`.
+ */
+export function organisationJob(def: {
+  name: string;
+  intervalMs: number;
+  key: string;
+  count: (detail: Record<string, unknown>) => number;
+  work: (db: Kysely<DB>, organisationId: string, at: Date) => Promise<OrganisationWork>;
+}): JobDefinition {
+  return {
+    name: def.name,
+    intervalMs: def.intervalMs,
+    scope: 'organisation',
+    run(ctx) {
+      const at = ctx.now();
+      return everyOrganisation(ctx, def.key, (org) => def.work(ctx.db, org, at), def.count);
+    },
+  };
 }

@@ -1,4 +1,4 @@
-import { everyOrganisation } from '../jobs/per-organisation.js';
+import { organisationJob } from '../jobs/per-organisation.js';
 import type { JobDefinition } from '../jobs/runner.js';
 import { takeScheduledSnapshot } from './snapshots.service.js';
 
@@ -8,21 +8,14 @@ import { takeScheduledSnapshot } from './snapshots.service.js';
  * the work's value: `{ created, snapshot }`.
  */
 export function inventorySnapshot(): JobDefinition {
-  return {
+  return organisationJob({
     name: 'inventory.snapshot',
     intervalMs: 60 * 60_000,
-    scope: 'organisation',
-    run(ctx) {
-      const at = ctx.now();
-      return everyOrganisation(
-        ctx,
-        'created',
-        async (org) => {
-          const r = await takeScheduledSnapshot(ctx.db, org, at);
-          return { detail: { created: r.created, snapshotId: r.snapshot.id }, value: r };
-        },
-        (d) => (d.created ? 1 : 0),
-      );
+    key: 'created',
+    count: (d) => (d.created ? 1 : 0),
+    async work(db, org, at) {
+      const r = await takeScheduledSnapshot(db, org, at);
+      return { detail: { created: r.created, snapshotId: r.snapshot.id }, value: r };
     },
-  };
+  });
 }
