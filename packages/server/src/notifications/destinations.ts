@@ -13,6 +13,8 @@ import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
 import { decryptSecret, encryptSecret } from '../crypto/secrets.js';
 import { AppError } from '../errors.js';
+import type { EventPayload } from '../events/events.js';
+import { type SendOptions, send } from './senders.js';
 
 export type DestinationKind = 'webhook' | 'slack' | 'email';
 export type WebhookSettings = z.output<typeof WebhookConfig> & { secret: string };
@@ -136,4 +138,23 @@ export async function updateDestination(db: Kysely<DB>, key: Buffer, organisatio
 export async function deleteDestination(db: Kysely<DB>, organisationId: string, id: string): Promise<void> {
   const r = await sql`delete from notification_destinations where organisation_id = ${organisationId} and id = ${id}`.execute(db);
   if (Number(r.numAffectedRows ?? 0) === 0) throw new AppError('not_found', 'No such notification destination.');
+}
+
+/**
+ * Sends a test alert (kind `notification.test`, not stored, not an event of the organisation)
+ * to one destination now, and says how it went.
+ */
+export async function testDestination(db: Kysely<DB>, key: Buffer, organisationId: string, id: string, options: SendOptions) {
+  const d = await getDestination(db, key, organisationId, id);
+  const event: EventPayload = {
+    id: randomUUID(),
+    kind: 'notification.test',
+    severity: 'info',
+    occurredAt: new Date().toISOString(),
+    organisationId,
+    subject: { type: 'notification_destination', id: d.id },
+    data: { name: d.name, message: 'A test of this destination from Surveyor.' },
+  };
+  const o = await send(d.settings, event, options);
+  return { ok: o.ok, statusCode: o.statusCode, error: o.error, durationMs: o.durationMs };
 }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { routes } from '@surveyor/contract';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -8,7 +7,7 @@ import { sessionPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import { listDeliveries } from './deliver.js';
 import * as destinations from './destinations.js';
-import { type SendOptions, send } from './senders.js';
+import type { SendOptions } from './senders.js';
 
 /** Settings → Notifications (internal, admin session): destinations, a test send, deliveries, events. */
 export function registerNotificationRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; secretKey: Buffer; send: SendOptions }): void {
@@ -31,21 +30,7 @@ export function registerNotificationRoutes(app: FastifyInstance, deps: { db: Kys
     return reply.code(204).send();
   });
 
-  addRoute(app, routes.testDestination, async (request) => {
-    const organisationId = org(request);
-    const d = await destinations.getDestination(db, secretKey, organisationId, request.params.id);
-    const event = {
-      id: randomUUID(),
-      kind: 'notification.test',
-      severity: 'info' as const,
-      occurredAt: new Date().toISOString(),
-      organisationId,
-      subject: { type: 'notification_destination', id: d.id },
-      data: { name: d.name, message: 'A test of this destination from Surveyor.' },
-    };
-    const o = await send(d.settings, event, deps.send);
-    return { ok: o.ok, statusCode: o.statusCode, error: o.error, durationMs: o.durationMs };
-  });
+  addRoute(app, routes.testDestination, async (request) => destinations.testDestination(db, secretKey, org(request), request.params.id, deps.send));
 
   addRoute(app, routes.listDeliveries, async (request) => ({ data: await listDeliveries(db, org(request), request.query) }));
 }
