@@ -14,6 +14,7 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { registerHealthRoutes } from '../health/health.routes.js';
 import { registerDaemonRoutes } from '../daemons/daemons.routes.js';
+import { registerIngestRoutes } from '../ingest/ingest.routes.js';
 import { JobWaiters } from '../daemons/job-waiters.js';
 import { CursorCodec } from '../inventory/cursor.js';
 import { registerScanRoutes } from '../scans/scans.routes.js';
@@ -160,6 +161,7 @@ export async function buildApp({ config, database, logger, secretKey }: AppDeps)
   app.decorate('jobWaiters', waiters); // long polls waiting in this process (for metrics and tests)
   app.addHook('preClose', async () => waiters.stop()); // wake long polls so close does not wait 60 s
   registerDaemonRoutes(app, { db: database.db, config, waiters });
+  registerIngestRoutes(app, { db: database.db, config });
   registerNotificationRoutes(app, { db: database.db, secretKey, send: sendOptions(config) });
   const streams = new ChangeStreams(database, logger.child({ component: 'sse' }), config.sse);
   app.decorate('changeStreams', streams); // the live streams of this process (for tests and the benchmark)
