@@ -7,7 +7,7 @@ import { daemonPrincipal } from '../http/principals.js';
 import { noteNulEscape } from '../http/nul.js';
 import { addRoute } from '../http/route.js';
 import { ingestFlows } from './flows.js';
-import { ingestObservationBatch } from './ingest.service.js';
+import { ingestObservationBatch } from './observations.js';
 
 /** The daemon protocol's ingest endpoints (spec 4.4): observation batches and flow deliveries. */
 export function registerIngestRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; config: Config }): void {
