@@ -393,6 +393,35 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
     expect(stored[0]!.dst_service_id).not.toBeNull();
   });
 
+  it('takes a batch carrying flows as one transaction: when the database refuses its flows, nothing of the batch stays, hosts included', async () => {
+    const sc = await scanningOrg(t);
+    const org = sc.org.organisationId;
+    const sessionId = await startSession(t, sc, await createNetwork(t, sc, '10.3.0.0/16'));
+    const flow = (bucketStart: string) => ({ bucketStart, srcIp: '10.3.0.50', dstIp: '10.3.0.9', dstPort: 22, protocol: 'tcp', packets: 3, bytes: 300, source: 'ebpf' });
+    // A day the daemon already delivered flows for, whose partition an operator then detached to
+    // archive it: the partition exists, so ingest does not create it again, and the flows table
+    // has no partition left for that day's rows. A real refusal by the database, mid-batch.
+    const delivered = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: daemonHeaders(sc.daemon.token, sc.daemon.id), payload: { flows: [flow('2031-03-07T09:00:00Z')] } });
+    expect(delivered.statusCode, delivered.body).toBe(200);
+    await sql`alter table flows detach partition flows_20310307`.execute(t.database.db);
+    const events = await count(t, 'events', org);
+
+    const batch = small(sessionId, { flows: [flow('2031-03-07T10:00:00Z')] });
+    const res = await observe(t, sc.daemon, batch);
+    expect(res.statusCode, res.body).toBe(500);
+    expect(res.json().code).toBe('internal_error');
+    for (const table of ['hosts', 'host_addresses', 'services', 'change_log', 'scan_batches']) expect(await count(t, table, org), table).toBe(0);
+    expect(await count(t, 'flow_batches', org)).toBe(1); // the earlier delivery's only
+    expect(await count(t, 'events', org)).toBe(events);
+    expect(await getScan(t, sc, sessionId)).toMatchObject({ state: 'dispatched', startedAt: null, progress: { batches: 0 } });
+
+    // Once the day is back, the same batch is taken whole: the failed attempt left no digest that would make it a replay.
+    await sql`alter table flows attach partition flows_20310307 for values from ('2031-03-07T00:00:00Z') to ('2031-03-08T00:00:00Z')`.execute(t.database.db);
+    expect(await ingest(t, sc.daemon, batch)).toEqual({ accepted: 4, dedupHits: 0 });
+    expect(await count(t, 'hosts', org)).toBe(1);
+    expect(await count(t, 'flow_batches', org)).toBe(2);
+  });
+
   it('refuses a batch for a cancelled session with 409 session_cancelled and stores nothing of it', async () => {
     const s = await scanningOrg(t);
     const sessionId = await startSession(t, s, await createNetwork(t, s, '10.3.0.0/24'));

@@ -8,7 +8,7 @@ import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { markTopologiesStale } from '../topology/dependencies.js';
 import { type Facts, rowsOf } from './facts.js';
-import { ingestFlows } from './flows.js';
+import { prepareFlows, storeFlows } from './flows.js';
 import * as repo from './ingest.repo.js';
 import { type DaemonSource, reconcile } from './reconcile.js';
 
@@ -25,18 +25,21 @@ interface Outcome {
 }
 
 /**
- * Takes one observation batch of a daemon's scan session: its observations in one transaction,
- * then its `flows` through the flow path. Idempotent: a replayed, split or duplicated batch
+ * Takes one observation batch of a daemon's scan session, flows included, in one transaction: a
+ * failure anywhere leaves nothing of it. Idempotent: a replayed, split or duplicated batch
  * converges on the state of one clean delivery; only the final batch of a session that completes
  * marks things absent within its CIDR. Returns the rows taken and those that changed nothing.
  */
 export async function ingestObservationBatch(db: Kysely<DB>, p: DaemonPrincipal, b: Batch): Promise<Outcome> {
   const daemon = await ownDaemon(db, p);
   const org = p.organisationId;
-  const observed = await db.transaction().execute(async (trx) => applyObservations(trx, org, daemon.id, await lockOpenSession(trx, org, b.sessionId, daemon.id), b));
-  if (b.flows.length === 0) return observed;
-  const flows = await ingestFlows(db, p, { flows: b.flows, dropped: 0 });
-  return { accepted: observed.accepted + b.flows.length, dedupHits: observed.dedupHits + (b.flows.length - flows.accepted) };
+  const flows = b.flows.length > 0 ? await prepareFlows(db, b.flows, 0) : null;
+  return db.transaction().execute(async (trx) => {
+    const session = await lockOpenSession(trx, org, b.sessionId, daemon.id);
+    const observed = await applyObservations(trx, org, daemon.id, session, b);
+    const stored = flows ? await storeFlows(trx, org, daemon.id, flows) : { accepted: 0 };
+    return { accepted: observed.accepted + b.flows.length, dedupHits: observed.dedupHits + (b.flows.length - stored.accepted) };
+  });
 }
 
 /** The batch's session, locked until commit so one session's batches apply one at a time; 404 when not this daemon's, 409 when cancelled. */
