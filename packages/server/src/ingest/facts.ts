@@ -140,4 +140,5 @@ export function mergeBy<T extends object>(items: T[], key: (t: T) => string): T[
   return [...out.values()];
 }
 
+/** An absent value as the null a column takes. */
 export const orNull = <T>(v: T | undefined): T | null => (v === undefined ? null : v);

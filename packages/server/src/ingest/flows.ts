@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FlowRecord, FlowsRequest } from '@surveyor/contract';
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type Transaction, sql } from 'kysely';
 import type { z } from 'zod';
 import type { DaemonPrincipal } from '../daemons/daemons.service.js';
 import { ownDaemon } from '../daemons/daemons.service.js';
@@ -110,7 +110,7 @@ export async function prepareFlows(db: Kysely<DB>, f: Flow[], dropped: number): 
  * after a lost answer) is recognised by its digest and stores nothing; `dropped` accumulates on the
  * daemon once per delivery. Returns the records stored.
  */
-export async function storeFlows(tx: Kysely<DB>, organisationId: string, daemonId: string, p: PreparedFlows): Promise<{ accepted: number }> {
+export async function storeFlows(tx: Transaction<DB>, organisationId: string, daemonId: string, p: PreparedFlows): Promise<{ accepted: number }> {
   // First writer of a digest wins; a concurrent identical delivery waits on the key, then finds it.
   const fresh = await sql`
     insert into flow_batches (organisation_id, daemon_id, digest, records) values (${organisationId}, ${daemonId}, ${p.digest}, ${p.records})

@@ -72,6 +72,7 @@ function fingerprintsOf(f: Facts): string[] {
   return [...out];
 }
 
+/** The MACs and addresses each fingerprint shows: its address rows, its interfaces, and the addresses its ports, services and certificates were seen on. */
 function evidenceOf(f: Facts): Evidence {
   const macsOf = new Map<string, Set<string>>();
   const addrsOf = new Map<string, Set<string>>();

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ObservationsRequest } from '@surveyor/contract';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { z } from 'zod';
 import type { DaemonPrincipal } from '../daemons/daemons.service.js';
 import { ownDaemon } from '../daemons/daemons.service.js';
@@ -43,7 +43,7 @@ export async function ingestObservationBatch(db: Kysely<DB>, p: DaemonPrincipal,
 }
 
 /** The batch's session, locked until commit so one session's batches apply one at a time; 404 when not this daemon's, 409 when cancelled. */
-async function lockOpenSession(trx: Kysely<DB>, org: string, sessionId: string, daemonId: string): Promise<Session> {
+async function lockOpenSession(trx: Transaction<DB>, org: string, sessionId: string, daemonId: string): Promise<Session> {
   const session = await repo.lockSession(trx, org, sessionId, daemonId);
   if (!session) throw new AppError('not_found', `No scan session ${sessionId} for this daemon.`);
   if (session.state === 'cancelled') throw new AppError('session_cancelled', 'The scan session was cancelled; stop sending its batches.');
@@ -55,7 +55,7 @@ async function lockOpenSession(trx: Kysely<DB>, org: string, sessionId: string, 
  * batch (a retry after a lost answer changes nothing by construction), else reconciled into the
  * inventory within the daemon's site, the session moved on, and stale topologies marked.
  */
-async function applyObservations(trx: Kysely<DB>, org: string, daemonId: string, session: Session, b: Batch): Promise<Outcome> {
+async function applyObservations(trx: Transaction<DB>, org: string, daemonId: string, session: Session, b: Batch): Promise<Outcome> {
   const facts = factsOf(b);
   const accepted = rowsOf(facts);
   if (await alreadyApplied(trx, org, b, accepted)) return { accepted, dedupHits: accepted };
@@ -83,7 +83,7 @@ function factsOf(b: Batch): Facts {
 }
 
 /** Whether the session already applied an identical batch (by the digest of the validated batch, flows aside); records this one otherwise. */
-async function alreadyApplied(trx: Kysely<DB>, org: string, b: Batch, rows: number): Promise<boolean> {
+async function alreadyApplied(trx: Transaction<DB>, org: string, b: Batch, rows: number): Promise<boolean> {
   const digest = createHash('sha256').update(JSON.stringify({ ...b, flows: [] })).digest('hex');
   if (await repo.batchSeen(trx, org, b.sessionId, digest)) return true;
   await repo.recordBatch(trx, org, b.sessionId, digest, rows);
@@ -95,7 +95,7 @@ async function alreadyApplied(trx: Kysely<DB>, org: string, b: Batch, rows: numb
  * completing now marks absent what it did not see inside its CIDR, logs those services as updated
  * and announces itself (scan.completed). Returns the ids of the services gone.
  */
-async function advanceSession(trx: Kysely<DB>, org: string, daemonId: string, session: Session, b: Batch): Promise<string[]> {
+async function advanceSession(trx: Transaction<DB>, org: string, daemonId: string, session: Session, b: Batch): Promise<string[]> {
   const state = await repo.advanceSession(trx, org, b.sessionId, { final: b.final, ...b.stats });
   const completedNow = session.state !== 'completed' && session.state !== 'failed' && state === 'completed';
   if (!completedNow) return [];

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { canonicalIp, parseCidr } from '@surveyor/contract';
 import type { DB } from '../db/schema.js';
 import { assessChain, trustFromDates } from './certificates.js';
@@ -16,8 +16,10 @@ import * as repo from './ingest.repo.js';
  *   are created in it. A cloud account passes the site its resources belong to, or null.
  * - `since`: the start of the observation round the facts belong to (a scan session's start; for
  *   a cloud sync, the start of the sync run). A row already seen since then is not rewritten, and
- *   every row seen is left with `last_seen_at >= since`, so a caller that marks absent what it did
- *   not see (as a completed scan session does) compares against the same moment.
+ *   every row the facts hold is left with `last_seen_at >= since`, so a caller that marks absent
+ *   what it did not see (as a completed scan session does) compares against the same moment.
+ * - `daemonId` (the daemon variant) / `accountId` (the cloud one): who observed, for the caller's
+ *   events and records; reconcile itself writes nothing per observer.
  *
  * A cloud sync must also namespace its fingerprints (for example `aws:<account>:<instance id>`):
  * they are unique per organisation, shared with the daemons' keys.
@@ -57,7 +59,7 @@ type HostOf = (fingerprint: string) => string;
  * `source.since`. Idempotent: the same facts again, split or repeated, converge on the state of one
  * delivery; an absent field never erases. It never marks anything absent: that is the caller's rule.
  */
-export async function reconcile(tx: Kysely<DB>, source: Source, facts: Facts): Promise<Reconciled> {
+export async function reconcile(tx: Transaction<DB>, source: Source, facts: Facts): Promise<Reconciled> {
   const { hostOf, created } = await resolveHosts(tx, source, facts);
   const host: HostOf = (f) => hostOf.get(f)!;
   const hosts = await reconcileHosts(tx, source, facts, host, created);
