@@ -224,14 +224,18 @@ export const ObservationsRequest = z.object({
   lagGroups: batch(ObservedLagGroup),
   tls: batch(ObservedTls),
   flows: batch(FlowRecord),
+  // Spec 4.4: hostsTotal is sent from the first batch on, so every batch carries stats with it.
   stats: z
-    .object({
-      hostsScanned: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-      portsScanned: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-      durationMs: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-      hostsTotal: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional().describe('Hosts the sweep found: the progress denominator, sent from the first batch on.'),
-    })
-    .default({}),
+    .object(
+      {
+        hostsScanned: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+        portsScanned: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+        durationMs: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+        hostsTotal: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).describe('Hosts the sweep found: the progress denominator, sent with every batch from the first on.'),
+      },
+      { error: (issue) => (issue.input === undefined ? 'required: an object with at least hostsTotal' : undefined) },
+    )
+    .describe('Progress of the scan; required with every batch, `hostsTotal` included.'),
 });
 
 export const ObservationsResponse = z.object({

@@ -12,6 +12,7 @@ import { checkConnectionBudget, databaseOptions } from './db/open.js';
 import { eventsModule } from './events/index.js';
 import { healthModule } from './health/index.js';
 import { buildApp } from './http/app.js';
+import { ingestModule } from './ingest/index.js';
 import { inventoryModule } from './inventory/index.js';
 import { jobsModule } from './jobs/index.js';
 import { type JobDefinition, JobRunner } from './jobs/runner.js';
@@ -33,6 +34,7 @@ export const modules: readonly Module[] = [
   snapshotsModule,
   scansModule,
   daemonsModule,
+  ingestModule,
   topologyModule,
   jobsModule,
   metricsModule,

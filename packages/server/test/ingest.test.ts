@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { daemonHeaders } from './daemon-client.js';
 import { type TestApp, bearer, buildTestApp } from './helpers.js';
-import { type Json, type Scanning, createNetwork, getScan, ingest, observe, onlineDaemon, scanningOrg, siteIdOf, startSession } from './scanning.js';
+import { type Json, type Scanning, createNetwork, getScan, ingest, observe, onlineDaemon, postBatch, scanningOrg, siteIdOf, startSession } from './scanning.js';
 
 // Observation ingest (spec 4.4, 4.5; decisions.md "Observation elements", "Scan sessions"), driven
 // only through HTTP the way a daemon and an operator would: register, heartbeat, scan, poll, post
@@ -393,6 +393,35 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
     expect(stored[0]!.dst_service_id).not.toBeNull();
   });
 
+  it('takes a batch carrying flows as one transaction: when the database refuses its flows, nothing of the batch stays, hosts included', async () => {
+    const sc = await scanningOrg(t);
+    const org = sc.org.organisationId;
+    const sessionId = await startSession(t, sc, await createNetwork(t, sc, '10.3.0.0/16'));
+    const flow = (bucketStart: string) => ({ bucketStart, srcIp: '10.3.0.50', dstIp: '10.3.0.9', dstPort: 22, protocol: 'tcp', packets: 3, bytes: 300, source: 'ebpf' });
+    // A day the daemon already delivered flows for, whose partition an operator then detached to
+    // archive it: the partition exists, so ingest does not create it again, and the flows table
+    // has no partition left for that day's rows. A real refusal by the database, mid-batch.
+    const delivered = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: daemonHeaders(sc.daemon.token, sc.daemon.id), payload: { flows: [flow('2031-03-07T09:00:00Z')] } });
+    expect(delivered.statusCode, delivered.body).toBe(200);
+    await sql`alter table flows detach partition flows_20310307`.execute(t.database.db);
+    const events = await count(t, 'events', org);
+
+    const batch = small(sessionId, { flows: [flow('2031-03-07T10:00:00Z')] });
+    const res = await observe(t, sc.daemon, batch);
+    expect(res.statusCode, res.body).toBe(500);
+    expect(res.json().code).toBe('internal_error');
+    for (const table of ['hosts', 'host_addresses', 'services', 'change_log', 'scan_batches']) expect(await count(t, table, org), table).toBe(0);
+    expect(await count(t, 'flow_batches', org)).toBe(1); // the earlier delivery's only
+    expect(await count(t, 'events', org)).toBe(events);
+    expect(await getScan(t, sc, sessionId)).toMatchObject({ state: 'dispatched', startedAt: null, progress: { batches: 0 } });
+
+    // Once the day is back, the same batch is taken whole: the failed attempt left no digest that would make it a replay.
+    await sql`alter table flows attach partition flows_20310307 for values from ('2031-03-07T00:00:00Z') to ('2031-03-08T00:00:00Z')`.execute(t.database.db);
+    expect(await ingest(t, sc.daemon, batch)).toEqual({ accepted: 4, dedupHits: 0 });
+    expect(await count(t, 'hosts', org)).toBe(1);
+    expect(await count(t, 'flow_batches', org)).toBe(2);
+  });
+
   it('refuses a batch for a cancelled session with 409 session_cancelled and stores nothing of it', async () => {
     const s = await scanningOrg(t);
     const sessionId = await startSession(t, s, await createNetwork(t, s, '10.3.0.0/24'));
@@ -439,6 +468,26 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
     expect(again).toMatchObject({ state: 'completed', finishedAt: done.finishedAt, progress: { percent: 100 } });
   });
 
+  it('refuses a batch whose stats.hostsTotal is missing or not an integer ≥ 0 with 400 validation_failed naming it (spec 4.4: sent from the first batch on), storing nothing', async () => {
+    const s = await scanningOrg(t);
+    const sessionId = await startSession(t, s, await createNetwork(t, s, '10.3.0.0/24'));
+    for (const stats of [{}, { hostsScanned: 3, portsScanned: 30, durationMs: 900 }, { hostsTotal: 2.5 }, { hostsTotal: '4' }, { hostsTotal: null }, { hostsTotal: -1 }]) {
+      const res = await postBatch(t, s.daemon, small(sessionId, { stats }));
+      expect(res.statusCode, JSON.stringify(stats)).toBe(400);
+      expect(res.json().code).toBe('validation_failed');
+      expect(res.json().issues.map((i: { path: string }) => i.path)).toEqual(['body.stats.hostsTotal']);
+    }
+    // Without stats at all, the issue names the object that must carry it.
+    const bare = await postBatch(t, s.daemon, small(sessionId));
+    expect(bare.statusCode).toBe(400);
+    expect(bare.json()).toMatchObject({ code: 'validation_failed', issues: [{ path: 'body.stats', message: expect.stringContaining('hostsTotal') }] });
+    expect(await count(t, 'hosts', s.org.organisationId)).toBe(0);
+    expect(await getScan(t, s, sessionId)).toMatchObject({ state: 'dispatched', progress: { hostsTotal: null, batches: 0 } });
+    // Zero is a count like any other (a sweep that found nothing).
+    expect(await ingest(t, s.daemon, small(sessionId, { stats: { hostsTotal: 0 } }))).toEqual({ accepted: 3, dedupHits: 0 });
+    expect((await getScan(t, s, sessionId)).progress).toMatchObject({ hostsTotal: 0, batches: 1 });
+  });
+
   it('refuses a malformed batch with 400 validation_failed naming the paths, and logs only its shape, never its values', async () => {
     const s = await scanningOrg(t);
     const sessionId = await startSession(t, s, await createNetwork(t, s, '10.3.0.0/24'));
@@ -457,7 +506,7 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
     expect(res.body).not.toContain(secretBanner);
 
     const log = t.logs.join('');
-    const line = t.logs.find((l) => l.includes('request failed validation') && l.includes('ports'));
+    const line = t.logs.findLast((l) => l.includes('request failed validation') && l.includes('ports')); // this request's: earlier tests log theirs too
     expect(line, 'a log line with the shape of the failed batch').toBeDefined();
     const shape = JSON.parse(line!).shape;
     expect(shape.ports).toEqual({ length: 1, fields: ['address', 'banner', 'fingerprint', 'number', 'protocol'] });
@@ -544,7 +593,7 @@ describe('absence: only a completed session marks things gone, inside its CIDR (
     const { s, net } = await afterFirstScan();
     const second = await startSession(t, s, net);
     await ingest(t, s.daemon, seen(second, [22], { stats: { hostsTotal: 10, hostsScanned: 9 } }));
-    await ingest(t, s.daemon, { sessionId: second, stats: { hostsScanned: 10 } });
+    await ingest(t, s.daemon, { sessionId: second, stats: { hostsTotal: 10, hostsScanned: 10 } });
     expect((await getScan(t, s, second)).state).toBe('running');
     expect(await goneByPort(s)).toEqual({ 22: false, 80: false, 443: false });
     expect(hostByName(await list(t, s, 'hosts'), 'srv-1').openPortCount).toBe(3);

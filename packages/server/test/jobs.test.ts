@@ -768,7 +768,7 @@ describe('job topology.dependencies rebuilds the application topology from the f
     expect(topologyOf(list, dc1)).toMatchObject({ nodeCount: 2, edgeCount: 1 });
 
     // A batch that changes nothing in the inventory leaves it ready.
-    const again = await ingest(t, daemon, { sessionId, hosts: [{ fingerprint: 'fp-new', hostname: 'new-1' }], ips: [{ hostFingerprint: 'fp-new', address: '10.9.0.99' }], stats: { hostsScanned: 1 } });
+    const again = await ingest(t, daemon, { sessionId, hosts: [{ fingerprint: 'fp-new', hostname: 'new-1' }], ips: [{ hostFingerprint: 'fp-new', address: '10.9.0.99' }], stats: { hostsTotal: 1, hostsScanned: 1 } });
     expect(again).toEqual({ accepted: 2, dedupHits: 2 });
     expect(topologyOf(await applicationTopologies(), dc1).status).toBe('ready');
   });

@@ -68,7 +68,17 @@ export async function startSession(t: TestApp, s: Scanning, networkId: string, d
   return sessionId;
 }
 
+/**
+ * Posts an observation batch. A daemon sends `stats.hostsTotal` with every batch (spec 4.4); a
+ * batch of a test that states no `stats` at all is sent with `{ hostsTotal: 0 }` (progress
+ * unknown: percent stays null). A test of the rule itself posts with `postBatch`.
+ */
 export function observe(t: TestApp, daemon: Daemon, batch: Json) {
+  return postBatch(t, daemon, 'stats' in batch ? batch : { ...batch, stats: { hostsTotal: 0 } });
+}
+
+/** Posts an observation batch exactly as given. */
+export function postBatch(t: TestApp, daemon: Daemon, batch: Json) {
   return t.app.inject({ method: 'POST', url: '/api/v1/daemon/observations', headers: daemonHeaders(daemon.token, daemon.id), payload: batch });
 }
 

@@ -4,15 +4,12 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
 import { daemonPrincipal } from '../http/principals.js';
-import { noteNulEscape } from '../http/nul.js';
 import { addRoute } from '../http/route.js';
-import { ingestFlows } from '../ingest/flows.js';
-import { ingestObservationBatch } from '../ingest/ingest.service.js';
 import { claimNextJob } from '../scans/scans.service.js';
 import * as daemons from './daemons.service.js';
 import type { JobWaiters } from './job-waiters.js';
 
-/** The daemon protocol (spec 4.4): register, heartbeat, job poll. */
+/** The daemon protocol (spec 4.4): register, heartbeat, job poll (observations and flows: ingest/ingest.routes.ts). */
 export function registerDaemonRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; config: Config; waiters: JobWaiters }): void {
   const { db, config, waiters } = deps;
 
@@ -22,24 +19,6 @@ export function registerDaemonRoutes(app: FastifyInstance, deps: { db: Kysely<DB
   });
 
   addRoute(app, routes.daemonHeartbeat, async (request) => daemons.heartbeat(db, daemonPrincipal(request), request.body, config.daemon.heartbeatSeconds));
-
-  // Observation and flow batches are the large bodies (megabytes): parsed with plain JSON.parse,
-  // without the prototype-poisoning scan of every other route. Their schemas hold only objects of
-  // known keys (no records), so validation drops a `__proto__` or `constructor` key anyway.
-  void app.register(async (ingest) => {
-    ingest.removeContentTypeParser('application/json');
-    ingest.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-      if (body === '') return done(Object.assign(new Error('The body is empty but declared as JSON.'), { statusCode: 400, code: 'FST_ERR_CTP_EMPTY_JSON_BODY' }), undefined);
-      noteNulEscape(request, body as string);
-      try {
-        done(null, JSON.parse(body as string));
-      } catch (err) {
-        done(Object.assign(err as Error, { statusCode: 400 }), undefined);
-      }
-    });
-    addRoute(ingest, routes.daemonObservations, async (request) => ingestObservationBatch(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
-    addRoute(ingest, routes.daemonFlows, async (request) => ingestFlows(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
-  });
 
   addRoute(app, routes.daemonPoll, async (request, reply) => {
     const p = daemonPrincipal(request);

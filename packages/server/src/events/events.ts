@@ -1,26 +1,9 @@
+import type { EventSeverity } from '@surveyor/contract';
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
 
-export type EventSeverity = 'info' | 'warning' | 'critical';
-
-export interface NewEvent {
-  kind: string;
-  severity: EventSeverity;
-  subjectType: string;
-  subjectId: string;
-  data?: Record<string, unknown>;
-}
-
-/** Appends events in the caller's transaction, so an event exists exactly when its change does. */
-export async function emitEvents(db: Kysely<DB>, organisationId: string, events: NewEvent[]): Promise<void> {
-  if (events.length === 0) return;
-  await sql`
-    insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
-    select ${organisationId}, k, s, t, i, d::jsonb
-    from unnest(${events.map((e) => e.kind)}::text[], ${events.map((e) => e.severity)}::text[], ${events.map((e) => e.subjectType)}::text[],
-                ${events.map((e) => e.subjectId)}::text[], ${events.map((e) => JSON.stringify(e.data ?? {}))}::text[]) as v(k, s, t, i, d)`.execute(db);
-}
+export type { EventSeverity };
 
 /** The payload of an event (decisions.md): what webhooks, Slack and mail carry. */
 export interface EventPayload {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { FlowsRequest } from '@surveyor/contract';
-import { type Kysely, sql } from 'kysely';
+import type { FlowRecord, FlowsRequest } from '@surveyor/contract';
+import { type Kysely, type Transaction, sql } from 'kysely';
 import type { z } from 'zod';
 import type { DaemonPrincipal } from '../daemons/daemons.service.js';
 import { ownDaemon } from '../daemons/daemons.service.js';
@@ -67,49 +67,73 @@ function addDropped(db: Kysely<DB>, organisationId: string, daemonId: string, n:
   return sql`update daemons set flows_dropped = flows_dropped + ${n}, last_seen_at = now() where organisation_id = ${organisationId} and id = ${daemonId}`.execute(db);
 }
 
+type Flow = z.output<typeof FlowRecord>;
+
+/** Flow records made ready to store: their columns as PostgreSQL array literals and the digest of the delivery. */
+export interface PreparedFlows {
+  records: number;
+  dropped: number;
+  digest: string;
+  columns: readonly string[];
+}
+
 /**
- * Stores flow records as sent, in one set-based insert; they are resolved to the inventory when
- * read (view `flows_resolved`, host topology), so a flow seen before its host resolves once the
- * host is known. A retried delivery (the same body again, after a lost answer) is recognised by
- * its digest and stores nothing; `dropped` accumulates on the daemon once per delivery.
+ * Makes flow records ready for storeFlows: columns, digest, and the daily partitions they need.
+ * The partitions are created here, before the caller's transaction and each in a short one of its
+ * own: creating one locks the flows table, which a batch's transaction must not hold. A partition
+ * made for a batch that then fails stays, empty (the next delivery of that day uses it).
  */
-export async function ingestFlows(db: Kysely<DB>, p: DaemonPrincipal, body: z.output<typeof FlowsRequest>): Promise<{ accepted: number }> {
-  const daemon = await ownDaemon(db, p);
-  const org = p.organisationId;
-  const f = body.flows;
-  if (f.length === 0) {
-    // Nothing to recognise a retry by: a delivery of `dropped` alone is counted as it comes.
-    if (body.dropped > 0) await addDropped(db, org, daemon.id, body.dropped);
-    return { accepted: 0 };
-  }
+export async function prepareFlows(db: Kysely<DB>, f: Flow[], dropped: number): Promise<PreparedFlows> {
   // Columns as PostgreSQL array literals, built directly: every value but protocol and source is
   // validated to characters that need no quoting (canonical addresses, RFC 3339 times, integers).
   // Protocol and source names repeat: each distinct one is quoted once.
-  const column = <T>(pick: (x: (typeof f)[number]) => T) => `{${f.map(pick).join(',')}}`;
+  const column = <T>(pick: (x: Flow) => T) => `{${f.map(pick).join(',')}}`;
   const quotes = new Map<string, string>();
   const quote = (v: string) => quotes.get(v) ?? quotes.set(v, `"${v.replace(/["\\]/g, '\\$&')}"`).get(v)!;
-  const quoted = (pick: (x: (typeof f)[number]) => string) => `{${f.map((x) => quote(pick(x))).join(',')}}`;
-  const cols = [
+  const quoted = (pick: (x: Flow) => string) => `{${f.map((x) => quote(pick(x))).join(',')}}`;
+  const columns = [
     column((x) => x.bucketStart), column((x) => x.srcIp), column((x) => x.dstIp), column((x) => x.dstPort),
     quoted((x) => x.protocol.toLowerCase()), column((x) => x.packets), column((x) => x.bytes), quoted((x) => x.source),
   ] as const;
-  const digest = createHash('sha256').update(cols.join('|')).update(`|${body.dropped}`).digest('hex');
+  const digest = createHash('sha256').update(columns.join('|')).update(`|${dropped}`).digest('hex');
   // The UTC day of each record: read from the text when it is in UTC, parsed otherwise.
   const days = new Set<string>();
   for (const x of f) days.add(x.bucketStart.endsWith('Z') ? x.bucketStart.slice(0, 10) : new Date(x.bucketStart).toISOString().slice(0, 10));
   await ensurePartitions(db, [...days].map((d) => Date.parse(`${d}T00:00:00Z`)));
-  return db.transaction().execute(async (trx) => {
-    // First writer of a digest wins; a concurrent identical delivery waits on the key, then finds it.
-    const fresh = await sql`
-      insert into flow_batches (organisation_id, daemon_id, digest, records) values (${org}, ${daemon.id}, ${digest}, ${f.length})
-      on conflict do nothing returning 1`.execute(trx);
-    if (fresh.rows.length === 0) return { accepted: 0 };
-    await sql`
-      insert into flows (organisation_id, bucket_start, daemon_id, src_ip, dst_ip, dst_port, protocol, packets, bytes, source)
-      select ${org}, v.bucket_start, ${daemon.id}, v.src_ip, v.dst_ip, v.dst_port, v.protocol, v.packets, v.bytes, v.source
-      from unnest(${cols[0]}::timestamptz[], ${cols[1]}::inet[], ${cols[2]}::inet[], ${cols[3]}::int[], ${cols[4]}::text[], ${cols[5]}::bigint[], ${cols[6]}::bigint[], ${cols[7]}::text[])
-        as v(bucket_start, src_ip, dst_ip, dst_port, protocol, packets, bytes, source)`.execute(trx);
-    if (body.dropped > 0) await addDropped(trx, org, daemon.id, body.dropped);
-    return { accepted: f.length };
-  });
+  return { records: f.length, dropped, digest, columns };
+}
+
+/**
+ * Stores prepared flow records as sent, in the caller's transaction, in one set-based insert; they
+ * are resolved to the inventory when read (view `flows_resolved`, host topology), so a flow seen
+ * before its host resolves once the host is known. A retried delivery (the same records again,
+ * after a lost answer) is recognised by its digest and stores nothing; `dropped` accumulates on the
+ * daemon once per delivery. Returns the records stored.
+ */
+export async function storeFlows(tx: Transaction<DB>, organisationId: string, daemonId: string, p: PreparedFlows): Promise<{ accepted: number }> {
+  // First writer of a digest wins; a concurrent identical delivery waits on the key, then finds it.
+  const fresh = await sql`
+    insert into flow_batches (organisation_id, daemon_id, digest, records) values (${organisationId}, ${daemonId}, ${p.digest}, ${p.records})
+    on conflict do nothing returning 1`.execute(tx);
+  if (fresh.rows.length === 0) return { accepted: 0 };
+  const c = p.columns;
+  await sql`
+    insert into flows (organisation_id, bucket_start, daemon_id, src_ip, dst_ip, dst_port, protocol, packets, bytes, source)
+    select ${organisationId}, v.bucket_start, ${daemonId}, v.src_ip, v.dst_ip, v.dst_port, v.protocol, v.packets, v.bytes, v.source
+    from unnest(${c[0]}::timestamptz[], ${c[1]}::inet[], ${c[2]}::inet[], ${c[3]}::int[], ${c[4]}::text[], ${c[5]}::bigint[], ${c[6]}::bigint[], ${c[7]}::text[])
+      as v(bucket_start, src_ip, dst_ip, dst_port, protocol, packets, bytes, source)`.execute(tx);
+  if (p.dropped > 0) await addDropped(tx, organisationId, daemonId, p.dropped);
+  return { accepted: p.records };
+}
+
+/** A delivery to POST /daemon/flows (spec 4.4): its records stored in one transaction of their own. */
+export async function ingestFlows(db: Kysely<DB>, p: DaemonPrincipal, body: z.output<typeof FlowsRequest>): Promise<{ accepted: number }> {
+  const daemon = await ownDaemon(db, p);
+  if (body.flows.length === 0) {
+    // Nothing to recognise a retry by: a delivery of `dropped` alone is counted as it comes.
+    if (body.dropped > 0) await addDropped(db, p.organisationId, daemon.id, body.dropped);
+    return { accepted: 0 };
+  }
+  const prepared = await prepareFlows(db, body.flows, body.dropped);
+  return db.transaction().execute((trx) => storeFlows(trx, p.organisationId, daemon.id, prepared));
 }

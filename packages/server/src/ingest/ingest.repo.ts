@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
-import { canonicalIp } from '@surveyor/contract';
+import { type EventData, canonicalIp } from '@surveyor/contract';
 import type { DB } from '../db/schema.js';
+import { emit, emitSelect } from '../events/emit.js';
 
 type Db = Kysely<DB>;
 const rows = async <T>(q: ReturnType<typeof sql<T>>, db: Db) => (await q.execute(db)).rows;
@@ -59,9 +60,10 @@ export async function hostsByAddress(db: Db, organisationId: string, siteId: str
 
 /**
  * New hosts with their facts, one per fingerprint, each bound to its fingerprint, logged as
- * created and announced (event host.discovered), in one statement. Returns those this call created (a concurrent batch may have created some first).
+ * created and announced (event host.discovered: the events insert of this statement), in one
+ * statement. Returns those this call created (a concurrent batch may have created some first).
  */
-export async function createHosts(db: Db, organisationId: string, siteId: string | null, hosts: (Omit<HostFacts, 'id' | 'parentId'> & { fingerprint: string })[]) {
+export async function createHosts(db: Db, organisationId: string, siteId: string | null, hosts: (Omit<HostRow, 'id' | 'parentId'> & { fingerprint: string })[]) {
   if (hosts.length === 0) return [];
   const col = <K extends keyof (typeof hosts)[number]>(k: K) => hosts.map((h) => h[k]);
   return rows(
@@ -77,8 +79,7 @@ export async function createHosts(db: Db, organisationId: string, siteId: string
       ), logged as (
         insert into change_log (organisation_id, entity_type, entity_id, action) select ${organisationId}, 'host', id, 'created' from created
       ), announced as (
-        insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
-        select ${organisationId}, 'host.discovered', 'info', 'host', id, jsonb_build_object('fingerprint', fingerprint, 'siteId', ${siteId}::uuid) from created
+        ${emitSelect('host.discovered', { from: sql`created`, organisationId: sql`${organisationId}::uuid`, subjectId: sql`id`, data: { fingerprint: sql`fingerprint`, siteId: sql`${siteId}::uuid` } })}
       )
       select id, fingerprint from created`,
     db,
@@ -104,7 +105,7 @@ export async function linkToLeaders(db: Db, organisationId: string, followers: {
     on conflict do nothing`.execute(db);
 }
 
-export interface HostFacts {
+export interface HostRow {
   id: string;
   hostname: string | null;
   fqdn: string | null;
@@ -115,9 +116,9 @@ export interface HostFacts {
 }
 
 /** Fills host facts (absent stays as it was); returns the ids whose facts changed. */
-export async function updateHosts(db: Db, organisationId: string, since: Date, hosts: HostFacts[]) {
+export async function updateHosts(db: Db, organisationId: string, since: Date, hosts: HostRow[]) {
   if (hosts.length === 0) return [];
-  const col = <K extends keyof HostFacts>(k: K) => hosts.map((h) => h[k]);
+  const col = <K extends keyof HostRow>(k: K) => hosts.map((h) => h[k]);
   return rows(
     sql<{ id: string; changed: boolean }>`
       update hosts h set
@@ -177,7 +178,7 @@ export async function upsertInterfaces(db: Db, organisationId: string, since: Da
   );
 }
 
-export interface ServiceFacts {
+export interface ServiceRow {
   hostId: string;
   protocol: string;
   port: number;
@@ -204,15 +205,15 @@ const SERVICE_FACTS = ['address', 'banner', 'name', 'product', 'vendor', 'versio
  * state go in two statements. Returns the keys (`host|protocol|port`) of the rows that changed
  * (inserted, or a fact changed), as one aggregated value: a first sweep changes every row.
  */
-export async function upsertServices(db: Db, organisationId: string, since: Date, s: ServiceFacts[]): Promise<string[]> {
+export async function upsertServices(db: Db, organisationId: string, since: Date, s: ServiceRow[]): Promise<string[]> {
   const withState = s.filter((x) => x.state !== null);
   const withoutState = s.filter((x) => x.state === null);
   return [...(await upsertServiceGroup(db, organisationId, since, withState, true)), ...(await upsertServiceGroup(db, organisationId, since, withoutState, false))];
 }
 
-async function upsertServiceGroup(db: Db, organisationId: string, since: Date, s: ServiceFacts[], stateKnown: boolean) {
+async function upsertServiceGroup(db: Db, organisationId: string, since: Date, s: ServiceRow[], stateKnown: boolean) {
   if (s.length === 0) return [];
-  const col = <K extends keyof ServiceFacts>(k: K) => s.map((x) => x[k]);
+  const col = <K extends keyof ServiceRow>(k: K) => s.map((x) => x[k]);
   const facts = stateKnown ? [...SERVICE_FACTS, 'state'] : SERVICE_FACTS;
   const differs = facts.map((f) => `(excluded.${f} is not null and excluded.${f} is distinct from services.${f})`).join(' or ');
   const set = facts.map((f) => `${f} = coalesce(excluded.${f}, services.${f})`).join(', ');
@@ -379,6 +380,11 @@ export async function markAbsent(db: Db, o: string, session: { cidr: string; exc
     db,
   );
   return r.map((x) => x.id);
+}
+
+/** Announces a session that completed with this batch (event scan.completed). */
+export async function announceScanCompleted(db: Db, o: string, sessionId: string, data: EventData<'scan.completed'>) {
+  await emit(db, o, 'scan.completed', [{ subjectId: sessionId, data }]);
 }
 
 export async function logChanges(db: Db, o: string, entityType: string, changes: { id: string; action: 'created' | 'updated' | 'deleted' }[]) {

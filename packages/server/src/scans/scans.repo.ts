@@ -158,3 +158,8 @@ export async function markStalledSessions(db: Kysely<DB>, at: Date, quietBatches
     select organisation_id, id from s`.execute(db);
   return stalled.rows;
 }
+
+/** Notes that a scan of the network was queued now (the network's `lastScanAt`). */
+export async function touchNetworkScan(db: Kysely<DB>, organisationId: string, networkId: string) {
+  await db.updateTable('networks').set({ last_scan_at: new Date() }).where('organisation_id', '=', organisationId).where('id', '=', networkId).execute();
+}

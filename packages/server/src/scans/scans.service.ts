@@ -78,7 +78,7 @@ export async function createScan(db: Kysely<DB>, actor: Actor & { organisationId
         nmapScripts: [...new Set(nmap.scripts)],
       });
       await repo.enqueueJob(trx, org, daemon.id, 'network', sessionId);
-      await trx.updateTable('networks').set({ last_scan_at: new Date() }).where('organisation_id', '=', org).where('id', '=', network.id).execute();
+      await repo.touchNetworkScan(trx, org, network.id);
       await recordAudit(trx, actor, { organisationId: org, action: 'scan.created', targetType: 'scan_session', targetId: sessionId, changes: { networkId: network.id, daemonId: daemon.id, nmap, ...(superseded.length ? { superseded } : {}) } });
       return toScanSession(await sessionOrThrow(trx, org, sessionId));
     });

@@ -1,0 +1,220 @@
+import type { Kysely, Transaction } from 'kysely';
+import { canonicalIp, parseCidr } from '@surveyor/contract';
+import type { DB } from '../db/schema.js';
+import { assessChain, trustFromDates } from './certificates.js';
+import { type Facts, mergeBy, orNull } from './facts.js';
+import { resolveHosts } from './identity.js';
+import * as repo from './ingest.repo.js';
+
+/**
+ * Who observed the facts, and so where they belong. Only the daemon variant exists today; a cloud
+ * sync will add `{ kind: 'cloud', accountId, ... }` with the same common fields:
+ *
+ * - `organisationId`: the tenant of every row written.
+ * - `siteId`: the identity scope. An unknown fingerprint joins a host of this site holding one of
+ *   its MACs or addresses (overlapping private ranges of other sites never match), and new hosts
+ *   are created in it. A cloud account passes the site its resources belong to, or null.
+ * - `since`: the start of the observation round the facts belong to (a scan session's start; for
+ *   a cloud sync, the start of the sync run). A row already seen since then is not rewritten, and
+ *   every row the facts hold is left with `last_seen_at >= since`, so a caller that marks absent
+ *   what it did not see (as a completed scan session does) compares against the same moment.
+ * - `daemonId` (the daemon variant) / `accountId` (the cloud one): who observed, for the caller's
+ *   events and records; reconcile itself writes nothing per observer.
+ *
+ * A cloud sync must also namespace its fingerprints (for example `aws:<account>:<instance id>`):
+ * they are unique per organisation, shared with the daemons' keys.
+ */
+export type Source = DaemonSource;
+
+interface SourceScope {
+  organisationId: string;
+  siteId: string | null;
+  since: Date;
+}
+
+export interface DaemonSource extends SourceScope {
+  kind: 'daemon';
+  daemonId: string;
+}
+
+export interface Reconciled {
+  /** Rows of the facts that changed nothing in the inventory (a batch's dedupHits). */
+  unchanged: number;
+  /** Hosts that were created or had a fact created or changed (their sites' topologies are stale). */
+  changedHostIds: string[];
+}
+
+/** What one step of the reconciliation did. */
+interface Step {
+  unchanged: number;
+  changedHostIds: string[];
+}
+
+type HostOf = (fingerprint: string) => string;
+
+/**
+ * Reconciles observed facts into the inventory, inside the caller's transaction, with set-based
+ * statements: host identity first (fingerprint, then MAC, then address, within the source's site),
+ * then each kind of fact, as an upsert that writes only what changed or was not yet seen since
+ * `source.since`. Idempotent: the same facts again, split or repeated, converge on the state of one
+ * delivery; an absent field never erases. It never marks anything absent: that is the caller's rule.
+ */
+export async function reconcile(tx: Transaction<DB>, source: Source, facts: Facts): Promise<Reconciled> {
+  const { hostOf, created } = await resolveHosts(tx, source, facts);
+  const host: HostOf = (f) => hostOf.get(f)!;
+  const hosts = await reconcileHosts(tx, source, facts, host, created);
+  const steps: Step[] = [
+    hosts,
+    await reconcileAddresses(tx, source, facts, host),
+    await reconcileServices(tx, source, facts, host),
+    await reconcileCertificates(tx, source, facts, host),
+    await reconcileNeighbours(tx, source, facts, host),
+    await reconcileVlans(tx, source, facts, host),
+    await reconcileRoutes(tx, source, facts, host),
+    await reconcileLagGroups(tx, source, facts, host),
+  ];
+  // (createHosts and upsertServices logged their own changes.)
+  await repo.logChanges(tx, source.organisationId, 'host', hosts.updated.map((id) => ({ id, action: 'updated' as const })));
+  return {
+    unchanged: steps.reduce((n, s) => n + s.unchanged, 0),
+    changedHostIds: [...new Set(steps.flatMap((s) => s.changedHostIds))],
+  };
+}
+
+/** The keys of the written rows that were created or changed. */
+function changedKeys<R extends { changed: boolean }>(written: R[], key: (r: R) => string): Set<string> {
+  const out = new Set<string>();
+  for (const r of written) if (r.changed) out.add(key(r));
+  return out;
+}
+
+/** How many input rows map to a key (the row they were merged into) that did not change. */
+function unchangedRows<T>(rows: T[], key: (row: T) => string, changed: Set<string>): number {
+  let n = 0;
+  for (const r of rows) if (!changed.has(key(r))) n++;
+  return n;
+}
+
+/** A step's outcome over one kind of input rows; every changed key starts with its host id. */
+function step<T>(rows: T[], key: (row: T) => string, changed: Set<string>): Step {
+  return { unchanged: unchangedRows(rows, key, changed), changedHostIds: [...changed].map((k) => k.split('|')[0]!) };
+}
+
+/** Host facts (names, OS, vendor, type, parent) filled in; returns also the existing hosts whose facts changed, to log. */
+async function reconcileHosts(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf, created: Set<string>): Promise<Step & { updated: string[] }> {
+  const rows = mergeBy(
+    f.hosts.map((h) => ({
+      id: host(h.fingerprint), hostname: orNull(h.hostname), fqdn: orNull(h.fqdn), vendor: orNull(h.vendor), os: orNull(h.os), deviceType: orNull(h.deviceType),
+      parentId: h.parentFingerprint ? host(h.parentFingerprint) : null,
+    })),
+    (h) => h.id,
+  );
+  // A host created just now already holds its facts; only its parent is still to set.
+  const updated = await repo.updateHosts(tx, s.organisationId, s.since, rows.filter((h) => !(created.has(h.id) && h.parentId === null)));
+  const changed = new Set([...updated.filter((h) => h.changed).map((h) => h.id), ...created]);
+  return { ...step(f.hosts, (h) => host(h.fingerprint), changed), updated: updated.filter((h) => h.changed && !created.has(h.id)).map((h) => h.id) };
+}
+
+/** Addresses (with MACs) from every fact that names one, and interfaces; only address rows count as rows. */
+async function reconcileAddresses(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step> {
+  const addresses = mergeBy(
+    [
+      ...f.addresses.map((x) => ({ hostId: host(x.fingerprint), address: x.address, mac: orNull(x.mac) })),
+      ...f.hosts.flatMap((h) => (h.interfaces ?? []).flatMap((i) => (i.addresses ?? []).map((a) => ({ hostId: host(h.fingerprint), address: a, mac: orNull(i.mac) })))),
+      ...[...f.ports, ...f.services, ...f.certificates].map((x) => ({ hostId: host(x.fingerprint), address: x.address, mac: null })),
+    ],
+    (a) => `${a.hostId}|${a.address}`,
+  );
+  const changed = changedKeys(await repo.upsertAddresses(tx, s.organisationId, s.since, addresses), (r) => `${r.host_id}|${canonicalIp(r.address)}`);
+  const interfaces = mergeBy(f.hosts.flatMap((h) => (h.interfaces ?? []).map((i) => ({ hostId: host(h.fingerprint), name: i.name, mac: orNull(i.mac) }))), (i) => `${i.hostId}|${i.name}`);
+  await repo.upsertInterfaces(tx, s.organisationId, s.since, interfaces);
+  return step(f.addresses, (x) => `${host(x.fingerprint)}|${x.address}`, changed);
+}
+
+/** Ports (state, banner) and what runs on them, merged per (host, protocol, port). */
+async function reconcileServices(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step> {
+  const key = (hostId: string, protocol: string, port: number) => `${hostId}|${protocol}|${port}`;
+  const rows = mergeBy(
+    [
+      ...f.ports.map((x) => ({ hostId: host(x.fingerprint), protocol: x.protocol, port: x.port, address: x.address, state: x.state, banner: orNull(x.banner) })),
+      ...f.services.map((x) => ({
+        hostId: host(x.fingerprint), protocol: x.protocol, port: x.port, address: x.address, name: orNull(x.name), product: orNull(x.product), vendor: orNull(x.vendor),
+        version: orNull(x.version), cpe: orNull(x.cpe), signatureId: orNull(x.signatureId), signatureSource: orNull(x.signatureSource), confidence: orNull(x.confidence), evidence: orNull(x.evidence),
+      })),
+    ],
+    (x) => key(x.hostId, x.protocol, x.port),
+  ).map((x) => ({
+    state: null, banner: null, name: null, product: null, vendor: null, version: null, cpe: null, signatureId: null, signatureSource: null, confidence: null, evidence: null,
+    ...x,
+  })) as repo.ServiceRow[];
+  const changed = new Set(await repo.upsertServices(tx, s.organisationId, s.since, rows));
+  const ofRow = (x: { fingerprint: string; protocol: string; port: number }) => key(host(x.fingerprint), x.protocol, x.port);
+  return { ...step(f.ports, ofRow, changed), unchanged: unchangedRows(f.ports, ofRow, changed) + unchangedRows(f.services, ofRow, changed) };
+}
+
+/** Certificates, read from their chain when there is one (subject, validity, trust), else from the dates given. */
+async function reconcileCertificates(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step> {
+  const now = new Date();
+  const key = (hostId: string, port: number, sha256: string) => `${hostId}|${port}|${sha256}`;
+  const rows = mergeBy(
+    f.certificates.map((t) => {
+      const assessed = t.chainPem?.length ? assessChain(t.chainPem, now) : null;
+      const notBefore = assessed?.notBefore ?? new Date(t.notBefore!);
+      const notAfter = assessed?.notAfter ?? new Date(t.notAfter!);
+      return {
+        hostId: host(t.fingerprint), address: t.address, port: t.port,
+        subject: assessed?.subject ?? t.subject ?? '', issuer: assessed?.issuer ?? t.issuer ?? '', notBefore, notAfter,
+        sha256: t.sha256, chainPem: t.chainPem ?? [], trustStatus: assessed?.trustStatus ?? trustFromDates(notBefore, notAfter, now),
+      };
+    }),
+    (c) => key(c.hostId, c.port, c.sha256),
+  );
+  const changed = changedKeys(await repo.upsertCertificates(tx, s.organisationId, s.since, rows), (r) => key(r.host_id, r.port, r.sha256));
+  return step(f.certificates, (x) => key(host(x.fingerprint), x.port, x.sha256), changed);
+}
+
+/** Neighbours seen over LLDP or CDP, one row per (host, local interface, remote chassis). */
+async function reconcileNeighbours(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step> {
+  const key = (hostId: string, localInterface: string, remoteChassisId: string) => `${hostId}|${localInterface}|${remoteChassisId}`;
+  const rows = mergeBy(f.neighbours.map((n) => ({
+    hostId: host(n.fingerprint), localInterface: n.localInterface, remoteChassisId: n.remoteChassisId, remotePortId: orNull(n.remotePortId),
+    remoteSystemName: orNull(n.remoteSystemName), managementAddress: orNull(n.managementAddress), protocol: orNull(n.protocol),
+  })), (n) => key(n.hostId, n.localInterface, n.remoteChassisId));
+  const changed = changedKeys(await repo.upsertNeighbors(tx, s.organisationId, s.since, rows), (r) => key(r.host_id, r.local_interface, r.remote_chassis_id));
+  return step(f.neighbours, (x) => key(host(x.fingerprint), x.localInterface, x.remoteChassisId), changed);
+}
+
+/** VLANs and their tagged and untagged members. */
+async function reconcileVlans(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step> {
+  const key = (hostId: string, vlanId: number) => `${hostId}|${vlanId}`;
+  const rows = mergeBy(f.vlans.map((v) => ({ hostId: host(v.fingerprint), vlanId: v.vlanId, name: orNull(v.name), tagged: v.tagged ?? null, untagged: v.untagged ?? null })), (v) => key(v.hostId, v.vlanId));
+  const changed = changedKeys(await repo.upsertVlans(tx, s.organisationId, s.since, rows), (r) => key(r.host_id, r.vlan_id));
+  return step(f.vlans, (x) => key(host(x.fingerprint), x.vlanId), changed);
+}
+
+/** The network of a CIDR as PostgreSQL prints it (`10.1.2.3/8` → `10.0.0.0/8`): part of a route's key. */
+function networkOf(cidr: string): string {
+  const c = parseCidr(cidr)!;
+  const bytes = c.bytes.map((b, i) => {
+    const bits = Math.max(0, Math.min(8, c.prefix - i * 8));
+    return b & (0xff << (8 - bits)) & 0xff;
+  });
+  const text = c.family === 4 ? bytes.join('.') : canonicalIp(Array.from({ length: 8 }, (_, i) => ((bytes[i * 2]! << 8) | bytes[i * 2 + 1]!).toString(16)).join(':'))!;
+  return `${text}/${c.prefix}`;
+}
+
+/** Routes, one row per (host, destination network, interface). */
+async function reconcileRoutes(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step> {
+  const key = (hostId: string, destination: string, iface: string) => `${hostId}|${networkOf(destination)}|${iface}`;
+  const rows = mergeBy(f.routes.map((r) => ({ hostId: host(r.fingerprint), destination: r.destination, nextHop: orNull(r.nextHop), iface: r.interface ?? '', metric: orNull(r.metric) })), (r) => key(r.hostId, r.destination, r.iface));
+  const changed = changedKeys(await repo.upsertRoutes(tx, s.organisationId, s.since, rows), (r) => key(r.host_id, r.destination, r.interface));
+  return step(f.routes, (x) => key(host(x.fingerprint), x.destination, x.interface ?? ''), changed);
+}
+
+/** Link aggregation groups and their members. */
+async function reconcileLagGroups(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step> {
+  const key = (hostId: string, name: string) => `${hostId}|${name}`;
+  const rows = mergeBy(f.lagGroups.map((l) => ({ hostId: host(l.fingerprint), name: l.name, protocol: orNull(l.protocol), members: l.members ?? null })), (l) => key(l.hostId, l.name));
+  const changed = changedKeys(await repo.upsertLagGroups(tx, s.organisationId, s.since, rows), (r) => key(r.host_id, r.name));
+  return step(f.lagGroups, (x) => key(host(x.fingerprint), x.name), changed);
+}
