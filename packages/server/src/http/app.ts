@@ -52,6 +52,9 @@ export async function buildApp({ config, logger, registrars }: AppDeps): Promise
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     requestIdHeader: false,
+    // Node's own answer to an HTTP/1.1 request without Host is a bare 400 with no body; the
+    // onRequest hook below answers it as a problem instead.
+    http: { requireHostHeader: false },
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy as boolean | string[], // a hop count works too; fastify's types omit it
@@ -97,6 +100,11 @@ export async function buildApp({ config, logger, registrars }: AppDeps): Promise
   // Every response carries the request id, errors included.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+    // RFC 9112 3.2: an HTTP/1.1 request without Host is a 400 (HTTP/1.0 may omit it).
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      reply.header('Connection', 'close');
+      throw new AppError('validation_failed', 'An HTTP/1.1 request must carry a Host header.');
+    }
   });
 
   // PostgreSQL text and jsonb cannot hold NUL (U+0000): a string with one is refused here, with
