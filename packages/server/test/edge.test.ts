@@ -111,3 +111,65 @@ describe('an HTTP/1.1 request without Host', () => {
   });
 });
 
+describe('a body over the limit', () => {
+  const big = jsonOf(16 * 1024 * 1024); // far beyond the socket buffers: the client is still writing when refused
+  const post = (path: string, length: number | null, extra = '') =>
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${length === null ? 'Transfer-Encoding: chunked' : `Content-Length: ${length}`}\r\n${extra}\r\n`;
+
+  it('with Expect: 100-continue: the 413 comes instead of the continue, and the body is never sent', async () => {
+    const r = await exchange(post('/api/v1/auth/login', big.length, 'Expect: 100-continue\r\n'), big, { waitFor: /^HTTP\/1\.1 100 /, timeoutMs: 5000 });
+    expect(r.received).not.toMatch(/100 Continue/);
+    const res = expectProblem(r.received, 413, 'payload_too_large');
+    expect(res.json.detail).toContain(String(BODY_LIMIT));
+    expect(r.closed).toBe(true);
+    expect(r.error).toBeUndefined();
+  });
+
+  it('with Expect: 100-continue within the limit: the continue, then the answer', async () => {
+    const body = jsonOf(100);
+    const r = await exchange(post('/api/v1/auth/login', body.length, 'Expect: 100-continue\r\nConnection: close\r\n'), body, { waitFor: /^HTTP\/1\.1 100 Continue\r\n\r\n/, timeoutMs: 3000 });
+    expect(r.received).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n/);
+    expectProblem(r.received, 401, 'unauthorized');
+  });
+
+  it('sent by a client that reads while it writes: a readable 413, then a clean close (no reset)', async () => {
+    const r = await exchange(post('/api/v1/auth/login', big.length), big);
+    expectProblem(r.received, 413, 'payload_too_large');
+    expect(lastResponse(r.received).headers.connection).toBe('close');
+    expect(r.error).toBeUndefined();
+    expect(r.closed).toBe(true);
+  });
+
+  it('sent chunked (no Content-Length): the same', async () => {
+    const r = await exchange(post('/api/v1/auth/login', null), async (write) => {
+      for (let i = 0; i < big.length; i += 65536) {
+        const chunk = big.subarray(i, i + 65536);
+        await write(`${chunk.length.toString(16)}\r\n`);
+        await write(chunk);
+        await write('\r\n');
+      }
+      await write('0\r\n\r\n');
+    });
+    expectProblem(r.received, 413, 'payload_too_large');
+    expect(r.error).toBeUndefined();
+    expect(r.closed).toBe(true);
+  });
+
+  it('on the ingest routes, whose limit is larger: continue within it, 413 above it, readable either way', async () => {
+    const daemon = await onlineDaemon(t, org, {});
+    const auth = `Authorization: Bearer ${daemon.token}\r\nX-Daemon-ID: ${daemon.id}\r\n`;
+    const within = Buffer.from(JSON.stringify({ flows: [], dropped: 0, pad: 'x'.repeat(BODY_LIMIT * 2) }));
+    const continued = await exchange(post('/api/v1/daemon/flows', within.length, `${auth}Expect: 100-continue\r\nConnection: close\r\n`), within, { waitFor: /^HTTP\/1\.1 100 Continue\r\n\r\n/, timeoutMs: 5000 });
+    expect(continued.received).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n/);
+    expect(lastResponse(continued.received).status).not.toBe(413); // past the limit check: the body itself is judged
+
+    const refused = await exchange(post('/api/v1/daemon/flows', big.length, `${auth}Expect: 100-continue\r\n`), big, { waitFor: /^HTTP\/1\.1 100 /, timeoutMs: 5000 });
+    expect(refused.received).not.toMatch(/100 Continue/);
+    expect(expectProblem(refused.received, 413, 'payload_too_large').json.detail).toContain(String(INGEST_LIMIT));
+
+    const streamed = await exchange(post('/api/v1/daemon/flows', big.length, auth), big);
+    expectProblem(streamed.received, 413, 'payload_too_large');
+    expect(streamed.error).toBeUndefined();
+  });
+});
+

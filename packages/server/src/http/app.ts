@@ -10,6 +10,7 @@ import { z } from 'zod';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { registerBodyLimitHandling } from './body-limit.js';
 import { registerMetaRoutes } from './meta.routes.js';
 import { AppError } from '../errors.js';
 import { errorHandler, sendProblem } from './problems.js';
@@ -120,6 +121,9 @@ export async function buildApp({ config, logger, registrars }: AppDeps): Promise
   app.addHook('onRoute', (r) => {
     for (const m of [r.method].flat()) if (m !== 'HEAD') paths.on(m as 'GET', r.url, () => {});
   });
+
+  // Expect: 100-continue, and a readable 413 for a client still sending (body-limit.ts).
+  registerBodyLimitHandling(app);
 
   // Daemons on slow links send gzip bodies; the route's body limit applies to the decompressed size.
   app.addHook('preParsing', async (request, _reply, payload) => {
