@@ -173,3 +173,23 @@ describe('a body over the limit', () => {
   });
 });
 
+describe('HEAD /api/sse', () => {
+  it('answers the headers of the stream and ends', async () => {
+    const owner = await login(t.app, org.ownerEmail);
+    const started = Date.now();
+    const res = await new Promise<http.IncomingMessage & { ended: boolean }>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method: 'HEAD', path: '/api/sse', headers: { cookie: owner.cookie }, agent: false }, (r) => {
+        r.resume();
+        r.on('end', () => resolve(Object.assign(r, { ended: true })));
+      });
+      req.setTimeout(3000, () => req.destroy(new Error('HEAD /api/sse did not end')));
+      req.on('error', reject);
+      req.end();
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
+    expect(res.headers['x-request-id']).toBeTruthy();
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+});
+

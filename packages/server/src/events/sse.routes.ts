@@ -17,13 +17,16 @@ export function registerSseRoutes(app: FastifyInstance, deps: { streams: ChangeS
     const { organisationId, sessionId } = sessionPrincipal(request);
     await deps.streams.start();
     reply.hijack();
-    reply.raw.writeHead(200, {
+    const headers = {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
       'x-accel-buffering': 'no',
       connection: 'keep-alive',
       'x-request-id': request.id,
-    });
+    };
+    // HEAD: the headers a GET would get, and the end of the response (no stream is opened).
+    if (request.method === 'HEAD') return void reply.raw.writeHead(200, headers).end();
+    reply.raw.writeHead(200, headers);
     request.raw.socket.setNoDelay(true);
     request.raw.socket.setKeepAlive(true, 30_000);
     await deps.streams.open(organisationId, sessionId, reply.raw, resumeFrom(request.headers['last-event-id'], request.query.lastEventId));
