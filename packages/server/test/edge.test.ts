@@ -193,3 +193,17 @@ describe('HEAD /api/sse', () => {
   });
 });
 
+describe('X-Request-Id', () => {
+  it('is adopted only when short and plain: letters, digits, -, _, . and at most 128 characters', async () => {
+    for (const id of ['trace-abc.123', 'A_b-C.9', 'x'.repeat(128)]) {
+      const res = await t.app.inject({ method: 'GET', url: '/api/health', headers: { 'x-request-id': id } });
+      expect(res.headers['x-request-id']).toBe(id);
+    }
+    for (const id of ['user@example.com', 'urn:trace:1', 'x'.repeat(129), 'a b', 'a/b', 'ü', '']) {
+      const res = await t.app.inject({ method: 'GET', url: '/nowhere', headers: { 'x-request-id': id } });
+      expect(res.headers['x-request-id'], id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(res.json().requestId).toBe(res.headers['x-request-id']);
+      expect(t.logs.join('')).not.toContain(`"${id}"`);
+    }
+  });
+});

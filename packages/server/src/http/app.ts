@@ -25,7 +25,8 @@ export interface AppDeps {
   registrars: readonly RouteRegistrar[];
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+/** An incoming X-Request-Id is adopted only when short and plain; anything else gets a generated id. */
+export const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 /**
  * Responses are written by fast-json-stringify from the contract's response schema: only declared
