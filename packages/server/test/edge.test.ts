@@ -1,5 +1,6 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { onlineDaemon } from './scanning.js';
 import { type SeededOrg, type TestApp, buildTestApp, login, seedOrg } from './helpers.js';
@@ -15,7 +16,7 @@ let port: number;
 let org: SeededOrg;
 
 beforeAll(async () => {
-  t = await buildTestApp({ env: { SERVICE_BODY_LIMIT_BYTES: String(BODY_LIMIT), SERVICE_INGEST_BODY_LIMIT_BYTES: String(INGEST_LIMIT) }, ready: false });
+  t = await buildTestApp({ env: { SERVICE_BODY_LIMIT_BYTES: String(BODY_LIMIT), SERVICE_INGEST_BODY_LIMIT_BYTES: String(INGEST_LIMIT), SERVICE_SSE_HEARTBEAT_SECONDS: '1' }, ready: false });
   await t.app.listen({ host: '127.0.0.1', port: 0 });
   port = (t.app.server.address() as AddressInfo).port;
   org = await seedOrg(t.database);
@@ -205,5 +206,73 @@ describe('X-Request-Id', () => {
       expect(res.json().requestId).toBe(res.headers['x-request-id']);
       expect(t.logs.join('')).not.toContain(`"${id}"`);
     }
+  });
+});
+
+describe('compression', () => {
+  const get = (url: string, headers: Record<string, string> = {}) => t.app.inject({ method: 'GET', url, headers });
+
+  it('answers br, else gzip, for JSON of 1 KB and more; the body decodes to the same document', async () => {
+    const plain = await get('/openapi.json');
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    const br = await get('/openapi.json', { 'accept-encoding': 'gzip, deflate, br' });
+    expect(br.headers['content-encoding']).toBe('br');
+    expect(br.headers.vary).toMatch(/accept-encoding/i);
+    expect(br.rawPayload.length).toBeLessThan(plain.rawPayload.length / 5);
+    expect(brotliDecompressSync(br.rawPayload).toString()).toBe(plain.body);
+    const gz = await get('/openapi.json', { 'accept-encoding': 'gzip' });
+    expect(gz.headers['content-encoding']).toBe('gzip');
+    expect(gunzipSync(gz.rawPayload).toString()).toBe(plain.body);
+    const problems = await get('/problems', { accept: 'application/json', 'accept-encoding': 'gzip' });
+    expect(problems.headers['content-encoding']).toBe('gzip');
+    expect(JSON.parse(gunzipSync(problems.rawPayload).toString()).problems.length).toBeGreaterThan(5);
+    expect((await get('/openapi.json', { 'accept-encoding': 'br;q=0, gzip;q=0.5' })).headers['content-encoding']).toBe('gzip');
+    // deflate is not offered: identity
+    expect((await get('/openapi.json', { 'accept-encoding': 'deflate' })).headers['content-encoding']).toBeUndefined();
+  });
+
+  it('leaves responses under 1 KB, problems included, as they are', async () => {
+    const health = await get('/api/health', { 'accept-encoding': 'br, gzip' });
+    expect(health.rawPayload.length).toBeLessThan(1024);
+    expect(health.headers['content-encoding']).toBeUndefined();
+    const missing = await get('/api/v1/nothing', { 'accept-encoding': 'br, gzip' });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.headers['content-encoding']).toBeUndefined();
+    expect(missing.json().code).toBe('not_found');
+  });
+
+  it('never compresses the SSE stream, whatever the client accepts', async () => {
+    const owner = await login(t.app, org.ownerEmail);
+    const res = await new Promise<{ headers: http.IncomingHttpHeaders; first: string }>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, path: '/api/sse', headers: { cookie: owner.cookie, accept: 'text/event-stream', 'accept-encoding': 'br, gzip' }, agent: false }, (r) => {
+        r.once('data', (d: Buffer) => {
+          resolve({ headers: r.headers, first: d.toString() });
+          req.destroy();
+        });
+      });
+      req.setTimeout(5000, () => req.destroy(new Error('no SSE bytes')));
+      req.on('error', reject);
+      req.end();
+    });
+    expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
+    expect(res.headers['content-encoding']).toBeUndefined();
+    expect(res.first).toMatch(/^(:|retry:|id:|event:)/m);
+  });
+});
+
+describe('GET /openapi.json revalidation', () => {
+  it('carries an ETag and answers If-None-Match with 304 and no body', async () => {
+    const first = await t.app.inject({ method: 'GET', url: '/openapi.json' });
+    const etag = first.headers.etag as string;
+    expect(etag).toMatch(/^W\/"[\w-]+"$/);
+    const again = await t.app.inject({ method: 'GET', url: '/openapi.json', headers: { 'if-none-match': etag, 'accept-encoding': 'br' } });
+    expect(again.statusCode).toBe(304);
+    expect(again.rawPayload.length).toBe(0);
+    expect(again.headers.etag).toBe(etag);
+    // The strong form of the same tag, a list holding it, and * all match; another tag does not.
+    for (const h of [etag.slice(2), `"other", ${etag}`, '*']) expect((await t.app.inject({ method: 'GET', url: '/openapi.json', headers: { 'if-none-match': h } })).statusCode, h).toBe(304);
+    const stale = await t.app.inject({ method: 'GET', url: '/openapi.json', headers: { 'if-none-match': '"stale"' } });
+    expect(stale.statusCode).toBe(200);
+    expect(stale.body).toBe(first.body);
   });
 });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createGunzip } from 'node:zlib';
+import fastifyCompress from '@fastify/compress';
 import fastifyCookie from '@fastify/cookie';
 import { type RouteDef, problemCodes, routes } from '@surveyor/contract';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
@@ -27,6 +28,9 @@ export interface AppDeps {
 
 /** An incoming X-Request-Id is adopted only when short and plain; anything else gets a generated id. */
 export const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** What is worth compressing: JSON (problems included), text other than the SSE stream, JavaScript, SVG. */
+const COMPRESSIBLE = /^(?:application\/(?:[\w.-]+\+)?json|application\/javascript|image\/svg\+xml|text\/(?!event-stream)[\w.+-]+)\s*(?:;|$)/;
 
 /**
  * Responses are written by fast-json-stringify from the contract's response schema: only declared
@@ -135,6 +139,16 @@ export async function buildApp({ config, logger, registrars }: AppDeps): Promise
     return payload.pipe(createGunzip());
   });
 
+  // Responses of 1 KB and more are compressed (br, else gzip) when the client accepts it: JSON and
+  // problems, the topology SVG, and later the console's static files. Never the SSE stream (its
+  // events must leave at once, not when a compressor's block fills), nor bodies under 1 KB, where
+  // the headers cost more than the saving. Request bodies stay with the gzip hook above.
+  await app.register(fastifyCompress, {
+    encodings: ['br', 'gzip'],
+    threshold: 1024,
+    customTypes: COMPRESSIBLE,
+    globalDecompression: false,
+  });
   await app.register(fastifyCookie);
   for (const register of registrars) await register(app);
   registerMetaRoutes(app, { version: config.version, baseUrl: config.baseUrl, routeDefs: contractRoutes });
