@@ -48,6 +48,15 @@ export const ConfigSchema = z
       .default('allow')
       .describe('deny: alert destinations (webhook, Slack, SMTP) that resolve to loopback, private or link-local addresses are refused, so an organisation\'s admin cannot reach the network the service runs in. Set it where organisations do not trust each other.'),
     SERVICE_NOTIFY_TIMEOUT_SECONDS: int(1, 120).default(10).describe('How long one alert delivery (webhook, Slack, SMTP) may take before the attempt counts as failed.'),
+    SERVICE_CORS_ORIGINS: z
+      .string()
+      .default('')
+      .superRefine((v, ctx) => {
+        for (const o of listOf(v)) {
+          if (!isExactOrigin(o)) ctx.addIssue({ code: 'custom', message: `expected exact origins like https://dash.example.com (scheme, host, optional port; no path, no *), got ${JSON.stringify(o)}` });
+        }
+      })
+      .describe('Comma-separated origins (https://dash.example.com) whose pages may call the API from the browser (CORS), cookies included. Empty: CORS off, no cross-origin page may read an answer.'),
     SERVICE_TRUST_PROXY: z.string().default('false').describe('Fastify trustProxy: false, true, a hop count, or a comma-separated list of proxy addresses. Decides the client address used by rate limits.'),
   })
   .transform((e) => ({
@@ -71,6 +80,7 @@ export const ConfigSchema = z
     bodyLimitBytes: e.SERVICE_BODY_LIMIT_BYTES,
     ingestBodyLimitBytes: e.SERVICE_INGEST_BODY_LIMIT_BYTES,
     trustProxy: parseTrustProxy(e.SERVICE_TRUST_PROXY),
+    corsOrigins: listOf(e.SERVICE_CORS_ORIGINS),
     daemon: { heartbeatSeconds: e.SERVICE_DAEMON_HEARTBEAT_SECONDS, pollTimeoutSeconds: e.SERVICE_DAEMON_POLL_TIMEOUT_SECONDS },
     jobs: { scanStallSeconds: e.SERVICE_SCAN_STALL_SECONDS, shutdownSeconds: e.SERVICE_JOBS_SHUTDOWN_SECONDS },
     sse: { heartbeatMs: e.SERVICE_SSE_HEARTBEAT_SECONDS * 1000, maxBufferBytes: e.SERVICE_SSE_MAX_BUFFER_BYTES },
@@ -78,6 +88,21 @@ export const ConfigSchema = z
   }));
 
 export type Config = z.output<typeof ConfigSchema>;
+
+/** A comma-separated list, blanks dropped. */
+function listOf(v: string): string[] {
+  return v.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** `https://host[:port]` exactly as a browser sends it in `Origin` (no path, no trailing slash, no wildcard). */
+function isExactOrigin(o: string): boolean {
+  try {
+    const u = new URL(o);
+    return /^https?:$/.test(u.protocol) && u.origin === o && !o.includes('*');
+  } catch {
+    return false;
+  }
+}
 
 function parseTrustProxy(v: string): boolean | number | string[] {
   if (v === 'true') return true;

@@ -2,6 +2,7 @@ import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeConfig, loadConfig } from '../src/config.js';
 import { onlineDaemon } from './scanning.js';
 import { type SeededOrg, type TestApp, buildTestApp, login, seedOrg } from './helpers.js';
 
@@ -274,5 +275,87 @@ describe('GET /openapi.json revalidation', () => {
     const stale = await t.app.inject({ method: 'GET', url: '/openapi.json', headers: { 'if-none-match': '"stale"' } });
     expect(stale.statusCode).toBe(200);
     expect(stale.body).toBe(first.body);
+  });
+});
+
+describe('CORS', () => {
+  const DASH = 'https://dash.example.com';
+  const preflight = (app: TestApp['app'], origin: string, method = 'PATCH') =>
+    app.inject({ method: 'OPTIONS', url: '/api/v1/vulnerabilities/00000000-0000-4000-8000-000000000000', headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'content-type, x-csrf-token' } });
+  const corsHeaders = (headers: Record<string, unknown>) => Object.keys(headers).filter((h) => h.startsWith('access-control-'));
+
+  it('is off by default: no Access-Control header on any answer, and a preflight is not answered as one', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/health', headers: { origin: DASH } });
+    expect(res.statusCode).toBe(200);
+    expect(corsHeaders(res.headers)).toEqual([]);
+    const pre = await preflight(t.app, DASH);
+    expect(pre.statusCode).toBe(405);
+    expect(pre.json().code).toBe('method_not_allowed');
+    expect(corsHeaders(pre.headers)).toEqual([]);
+  });
+
+  describe('with SERVICE_CORS_ORIGINS', () => {
+    let c: TestApp;
+    let cOrg: SeededOrg;
+    beforeAll(async () => {
+      c = await buildTestApp({ env: { SERVICE_CORS_ORIGINS: `${DASH}, http://localhost:5173` } });
+      cOrg = await seedOrg(c.database);
+    });
+    afterAll(() => c?.close());
+
+    it('answers an allowed origin\'s preflight: methods, headers, credentials, max age', async () => {
+      const res = await preflight(c.app, DASH);
+      expect(res.statusCode).toBe(204);
+      expect(res.headers['access-control-allow-origin']).toBe(DASH);
+      expect(res.headers['access-control-allow-credentials']).toBe('true');
+      expect(String(res.headers['access-control-allow-methods'])).toContain('PATCH');
+      expect(String(res.headers['access-control-allow-headers'])).toMatch(/X-CSRF-Token/);
+      expect(String(res.headers['access-control-allow-headers'])).toMatch(/Authorization/);
+      expect(res.headers['access-control-max-age']).toBe('600');
+      expect(String(res.headers.vary)).toMatch(/Origin/);
+      expect((await preflight(c.app, 'http://localhost:5173', 'POST')).headers['access-control-allow-origin']).toBe('http://localhost:5173');
+    });
+
+    it('lets an allowed origin read answers, errors included, and the headers it needs', async () => {
+      const ok = await c.app.inject({ method: 'GET', url: '/api/health', headers: { origin: DASH } });
+      expect(ok.headers['access-control-allow-origin']).toBe(DASH);
+      expect(ok.headers['access-control-allow-credentials']).toBe('true');
+      expect(String(ok.headers['access-control-expose-headers'])).toMatch(/X-Request-Id/);
+      expect(String(ok.headers['access-control-expose-headers'])).toMatch(/RateLimit-Remaining/);
+      const refused = await c.app.inject({ method: 'GET', url: '/api/v1/hosts', headers: { origin: DASH } });
+      expect(refused.statusCode).toBe(401);
+      expect(refused.headers['access-control-allow-origin']).toBe(DASH);
+    });
+
+    it('still needs the CSRF token for a state change with the session cookie from an allowed origin', async () => {
+      const owner = await login(c.app, cOrg.ownerEmail);
+      const res = await c.app.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { origin: DASH, cookie: owner.cookie } });
+      expect(res.statusCode).toBe(403);
+      expect(res.json().code).toBe('csrf_failed');
+      expect(res.headers['access-control-allow-origin']).toBe(DASH);
+    });
+
+    it('gives another origin nothing: no Access-Control header, and no preflight', async () => {
+      for (const origin of ['https://evil.example', 'https://dash.example.com.evil.example', 'http://dash.example.com', 'null']) {
+        const res = await c.app.inject({ method: 'GET', url: '/api/health', headers: { origin } });
+        expect(res.statusCode).toBe(200);
+        expect(corsHeaders(res.headers), origin).toEqual([]);
+        expect(String(res.headers.vary)).toMatch(/Origin/);
+        const pre = await preflight(c.app, origin);
+        expect(pre.statusCode, origin).toBe(405);
+        expect(corsHeaders(pre.headers), origin).toEqual([]);
+      }
+      // No Origin at all (curl, a daemon, the same origin): nothing either.
+      expect(corsHeaders((await c.app.inject({ method: 'GET', url: '/api/health' })).headers)).toEqual([]);
+    });
+  });
+
+  it('SERVICE_CORS_ORIGINS takes exact origins only, and is listed by surveyor config', () => {
+    expect(loadConfig({ SERVICE_CORS_ORIGINS: 'https://a.example, http://b.example:8080' }).corsOrigins).toEqual(['https://a.example', 'http://b.example:8080']);
+    expect(loadConfig({}).corsOrigins).toEqual([]);
+    for (const bad of ['*', 'https://a.example/', 'https://a.example/app', 'a.example', 'ftp://a.example', 'https://*.example.com', 'https://A.example']) {
+      expect(() => loadConfig({ SERVICE_CORS_ORIGINS: bad }), bad).toThrow(/SERVICE_CORS_ORIGINS/);
+    }
+    expect(describeConfig().find((v) => v.name === 'SERVICE_CORS_ORIGINS')?.description).toMatch(/CORS/);
   });
 });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createGunzip } from 'node:zlib';
 import fastifyCompress from '@fastify/compress';
 import fastifyCookie from '@fastify/cookie';
+import fastifyCors from '@fastify/cors';
 import { type RouteDef, problemCodes, routes } from '@surveyor/contract';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
@@ -149,6 +150,24 @@ export async function buildApp({ config, logger, registrars }: AppDeps): Promise
     customTypes: COMPRESSIBLE,
     globalDecompression: false,
   });
+  // CORS (off unless SERVICE_CORS_ORIGINS lists origins): an allowed origin's page may call the
+  // API with credentials (README "Compression and CORS"). Any other origin gets no CORS header at
+  // all, and its preflight is not answered as one (the 405 of OPTIONS). Before the domains' hooks,
+  // so a preflight, which carries no credential, is answered before authentication.
+  if (config.corsOrigins.length) {
+    const allowed = new Set(config.corsOrigins);
+    await app.register(fastifyCors, {
+      origin: (origin, callback) => callback(null, origin !== undefined && allowed.has(origin) ? origin : false),
+      credentials: true,
+      methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'X-CSRF-Token', 'X-Request-Id', 'Last-Event-ID', 'If-None-Match'],
+      exposedHeaders: ['X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy', 'Retry-After', 'Allow', 'ETag'],
+      maxAge: 600,
+      // An allowed origin's OPTIONS without Access-Control-Request-Method is answered as a
+      // preflight too, rather than with fastify-cors's plain-text (not problem) 400.
+      strictPreflight: false,
+    });
+  }
   await app.register(fastifyCookie);
   for (const register of registrars) await register(app);
   registerMetaRoutes(app, { version: config.version, baseUrl: config.baseUrl, routeDefs: contractRoutes });
