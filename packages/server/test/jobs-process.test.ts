@@ -76,7 +76,7 @@ describe('where the scheduler runs (spec 1.1 rule 2)', () => {
     child.stdout!.on('data', (d) => (out += d));
     child.stderr!.on('data', (d) => (out += d));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + 45_000;
     while (!/worker running/.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     expect(out.match(/worker running ([a-z., ]+) \(database/)?.[1]?.split(', ').sort()).toEqual([...JOBS].sort());
     // Let every job tick once (1 s after start, staggered by 0.5 s), then stop.
@@ -89,7 +89,7 @@ describe('where the scheduler runs (spec 1.1 rule 2)', () => {
     expect(await new Promise((resolve) => listed.on('exit', resolve))).toBe(0);
     const rows = JSON.parse(json) as { job: string; organisation_id: string | null; outcome: string }[];
     expect(rows.filter((r) => r.organisation_id === null).map((r) => [r.job, r.outcome]).sort()).toEqual(JOBS.map((j) => [j, 'ok']).sort());
-  }, 40_000);
+  }, 75_000);
 });
 
 // Needs a PostgreSQL server to read max_connections from (CI runs the suite on one).
