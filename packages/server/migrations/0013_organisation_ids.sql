@@ -12,21 +12,23 @@ CREATE FUNCTION organisation_counter(kind text, organisation uuid) RETURNS text 
   SELECT 'org_' || kind || '_' || replace(organisation::text, '-', '')
 $$;
 
-CREATE FUNCTION create_organisation_counters() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Made with the organisation, dropped with it.
+CREATE FUNCTION organisation_counters() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  verb text := 'CREATE SEQUENCE IF NOT EXISTS %I';
+  org uuid;
 BEGIN
-  EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I', organisation_counter('changes', NEW.id));
-  EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I', organisation_counter('events', NEW.id));
+  IF TG_OP = 'INSERT' THEN
+    org := NEW.id;
+  ELSE
+    verb := 'DROP SEQUENCE IF EXISTS %I';
+    org := OLD.id;
+  END IF;
+  EXECUTE format(verb, organisation_counter('changes', org));
+  EXECUTE format(verb, organisation_counter('events', org));
   RETURN NULL;
 END $$;
-CREATE TRIGGER organisations_counters AFTER INSERT ON organisations FOR EACH ROW EXECUTE FUNCTION create_organisation_counters();
-
-CREATE FUNCTION drop_organisation_counters() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE format('DROP SEQUENCE IF EXISTS %I', organisation_counter('changes', OLD.id));
-  EXECUTE format('DROP SEQUENCE IF EXISTS %I', organisation_counter('events', OLD.id));
-  RETURN NULL;
-END $$;
-CREATE TRIGGER organisations_counters_drop AFTER DELETE ON organisations FOR EACH ROW EXECUTE FUNCTION drop_organisation_counters();
+CREATE TRIGGER organisations_counters AFTER INSERT OR DELETE ON organisations FOR EACH ROW EXECUTE FUNCTION organisation_counters();
 
 -- Counters of the existing organisations, after their largest number.
 DO $$
@@ -41,17 +43,15 @@ END $$;
 -- The numbers: set as each row goes in (one nextval; the counter's name is built from the row's
 -- organisation, no table is read).
 ALTER TABLE change_log ALTER COLUMN id DROP IDENTITY;
-CREATE FUNCTION number_change() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  NEW.id := nextval(organisation_counter('changes', NEW.organisation_id)::regclass);
-  RETURN NEW;
-END $$;
-CREATE TRIGGER change_log_number BEFORE INSERT ON change_log FOR EACH ROW EXECUTE FUNCTION number_change();
-
 ALTER TABLE events ALTER COLUMN seq DROP IDENTITY;
-CREATE FUNCTION number_event() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION number_row() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  NEW.seq := nextval(organisation_counter('events', NEW.organisation_id)::regclass);
+  IF TG_TABLE_NAME = 'change_log' THEN
+    NEW.id := nextval(organisation_counter('changes', NEW.organisation_id)::regclass);
+  ELSE
+    NEW.seq := nextval(organisation_counter('events', NEW.organisation_id)::regclass);
+  END IF;
   RETURN NEW;
 END $$;
-CREATE TRIGGER events_number BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION number_event();
+CREATE TRIGGER change_log_number BEFORE INSERT ON change_log FOR EACH ROW EXECUTE FUNCTION number_row();
+CREATE TRIGGER events_number BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION number_row();
