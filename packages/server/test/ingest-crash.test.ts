@@ -27,8 +27,8 @@ interface Server {
   exited: Promise<unknown>;
 }
 
-if (TEST_DATABASE_URL) {
-  describe('a batch with flows under SIGKILL of the server (PostgreSQL)', () => {
+{
+  describe.skipIf(!TEST_DATABASE_URL)('a batch with flows under SIGKILL of the server (PostgreSQL)', () => {
     let testDb: TestDatabase;
     let t: TestApp;
     let s: Scanning;
