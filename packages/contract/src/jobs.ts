@@ -8,13 +8,19 @@ export const JobStatus = z.object({
   job: z.string(),
   organisationId: Uuid.nullable().describe('Null: the job as a whole; set: its last run for this organisation.'),
   intervalSeconds: z.number().int().describe('How often the job runs (spec 1.1). A last run older than 3 × this means the scheduler stopped.'),
-  lastRunAt: Timestamp.nullable().describe('Null: the job has never run.'),
+  lastRunAt: Timestamp.nullable().describe('The start of the last finished run. Null: no run has finished yet.'),
   durationMs: z.number().int().nullable(),
-  outcome: z.enum(['ok', 'failed', 'never']).describe('`never`: no run recorded yet.'),
+  outcome: z
+    .enum(['ok', 'failed', 'never', 'running', 'interrupted'])
+    .describe(
+      'The last finished run\'s `ok` or `failed`; `never`: no run recorded yet; `running`: a run started at `startedAt` is in progress; ' +
+        '`interrupted`: a run started at `startedAt` never finished and nobody runs it any more (its process died), until the next run starts.',
+    ),
   error: z.string().nullable().describe('The failure, redacted.'),
   attempts: z.number().int().describe('1, or up to 3 for jobs whose interval is above 2 minutes (transient failures are retried after 5 s and 25 s); 0 when never run.'),
   detail: z.record(z.string(), z.unknown()),
   lastOkAt: Timestamp.nullable(),
+  startedAt: Timestamp.nullable().describe('The start of the run in progress (`running`) or of the one interrupted (`interrupted`); null otherwise. `lastRunAt` and the fields after it describe the last finished run.'),
 });
 
 export const JobStatusList = z.object({ data: z.array(JobStatus) });

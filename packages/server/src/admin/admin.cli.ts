@@ -5,6 +5,7 @@ import { withMigratedDatabase } from '../db/open.js';
 import type { DB } from '../db/schema.js';
 import type { CliVerb } from '../module.js';
 import * as admin from './admin.service.js';
+import { type MergeReport, mergeDuplicateHosts } from './duplicates.service.js';
 
 interface AdminCommand {
   flags: FlagSpec;
@@ -13,7 +14,8 @@ interface AdminCommand {
   human(result: Record<string, unknown>): string;
 }
 
-const s = (v: unknown) => (typeof v === 'string' ? v : undefined);
+/** A flag's value as the commands take it: text, `'true'` for a switch given, undefined when absent. */
+const s = (v: unknown) => (typeof v === 'string' ? v : v === true ? 'true' : undefined);
 
 const adminCommands: Record<string, AdminCommand> = {
   'create-org': {
@@ -58,6 +60,16 @@ const adminCommands: Record<string, AdminCommand> = {
     run: (db, actor, f) => admin.revokeKey(db, actor, { id: f.id! }),
     human: (r) => `Key ${r.id} revoked`,
   },
+  'merge-duplicate-hosts': {
+    flags: { org: 'string', 'dry-run': 'boolean' },
+    required: [],
+    run: async (db, actor, f) => ({ ...(await mergeDuplicateHosts(db, actor, { org: f.org, dryRun: f['dry-run'] === 'true' })) }),
+    human: (r) => {
+      const m = r as unknown as MergeReport;
+      const lines = m.merges.map((g) => `  ${g.survivorId} <- ${g.mergedHostIds.join(', ')}`);
+      return [`${m.dryRun ? 'Would merge' : 'Merged'} ${m.hostsMerged} duplicate host(s) into ${m.merges.length} (${m.organisations} organisation(s) checked)`, ...lines].join('\n');
+    },
+  },
 };
 
 /** `surveyor admin …`: organisations, users, roles and keys, straight on the database. */
@@ -69,6 +81,7 @@ export const adminVerb: CliVerb = {
     'admin create-daemon-key --org ORG [--name N] [--json]',
     'admin set-role --org ORG --user EMAIL --role ROLE [--json]',
     'admin revoke-key --id ID [--json]',
+    'admin merge-duplicate-hosts [--org ORG] [--dry-run] [--json]',
   ],
   async run([sub, ...args], io, config) {
     const cmd = sub ? adminCommands[sub] : undefined;

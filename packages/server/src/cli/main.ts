@@ -102,11 +102,13 @@ async function jobs([sub, ...args]: string[], io: CliIO): Promise<number> {
           f.json
             ? JSON.stringify(rows)
             : rows
-                .map((r) =>
-                  r.outcome === 'never'
-                    ? `${r.job.padEnd(22)} never run (every ${r.interval_seconds} s)`
-                    : `${r.job.padEnd(22)} ${r.outcome.padEnd(6)} ${r.last_run_at}  ${String(r.duration_ms).padStart(7)} ms  attempts ${r.attempts}${r.organisation_id ? `  org ${r.organisation_id}` : ''}${r.error ? `  ${r.error}` : ''}`,
-                )
+                .map((r) => {
+                  const org = r.organisation_id ? `  org ${r.organisation_id}` : '';
+                  if (r.outcome === 'never') return `${r.job.padEnd(22)} never run (every ${r.interval_seconds} s)`;
+                  const last = r.last_run_at ? `  last run ${r.last_run_at}` : '  no run finished yet';
+                  if (r.outcome === 'running' || r.outcome === 'interrupted') return `${r.job.padEnd(22)} ${r.outcome} (started ${r.started_at})${last}${org}`;
+                  return `${r.job.padEnd(22)} ${r.outcome.padEnd(6)} ${r.last_run_at}  ${String(r.duration_ms).padStart(7)} ms  attempts ${r.attempts}${org}${r.error ? `  ${r.error}` : ''}`;
+                })
                 .join('\n'),
         );
         return 0;

@@ -8,7 +8,7 @@ import { PGliteDialect } from './pglite-dialect.js';
 import type { DB } from './schema.js';
 
 /** First key of every advisory lock this service takes with `tryLock` (its namespace). */
-const LOCK_NAMESPACE = 0x5375; // "Su"
+export const LOCK_NAMESPACE = 0x5375; // "Su"
 
 // bigint (count(*), sums) as number on both drivers; our counts stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -281,7 +281,16 @@ async function openPGlite(opts: DatabaseOptions): Promise<Database> {
     async tryLock(key) {
       if (held.has(key)) return null;
       held.add(key);
-      return async () => void held.delete(key);
+      // Also the database's advisory lock on the one connection, so pg_locks shows what runs (the
+      // job status tells a run in progress from an interrupted one by it).
+      await sql`select pg_advisory_lock(${LOCK_NAMESPACE}, hashtext(current_schema() || ':' || ${key}))`.execute(db).catch((e) => {
+        held.delete(key);
+        throw e;
+      });
+      return async () => {
+        held.delete(key);
+        if (!closed && !pglite.closed) await sql`select pg_advisory_unlock(${LOCK_NAMESPACE}, hashtext(current_schema() || ':' || ${key}))`.execute(db).catch(() => {});
+      };
     },
     ping: (timeoutMs = 2000) => (closed || pglite.closed ? Promise.resolve(false) : pingWith(db, timeoutMs)),
     async close() {

@@ -376,7 +376,7 @@ export interface ChangeLogTable {
   id: Generated<number>;
   entity_type: string;
   entity_id: string;
-  action: 'created' | 'updated' | 'deleted';
+  action: 'created' | 'updated' | 'deleted' | 'started' | 'finished' | 'failed';
   at: Created;
 }
 
@@ -416,13 +416,16 @@ export interface FlowBatchesTable {
 export interface JobStatusTable {
   job: string;
   organisation_id: string | null;
-  last_run_at: Timestamp;
-  duration_ms: number;
-  outcome: 'ok' | 'failed';
+  /** Null until a run has finished (a run may have started: `started_at`). */
+  last_run_at: NullableTimestamp;
+  duration_ms: number | null;
+  outcome: 'ok' | 'failed' | null;
   error: string | null;
-  attempts: number;
+  attempts: number | null;
   detail: Json;
   last_ok_at: NullableTimestamp;
+  /** Set while a run is in progress, or left by one that was interrupted; cleared when a run records its end. */
+  started_at: NullableTimestamp;
   updated_at: Timestamp;
 }
 

@@ -40,14 +40,24 @@ interface Evidence {
  * Which host each fingerprint names: a known fingerprint its host; an unknown one the host of the
  * scope holding one of its identifying MACs, else one of its addresses; else a new host. Unknown
  * fingerprints of the same facts sharing an identifying MAC (else an address) become one host,
- * whether they arrive together or apart.
+ * whether they arrive together or apart, and whatever the timing of concurrent batches of the scope.
  */
 export async function resolveHosts(tx: Kysely<DB>, scope: IdentityScope, facts: Facts): Promise<ResolvedHosts> {
   const org = scope.organisationId;
   const fingerprints = fingerprintsOf(facts);
   const hostOf = new Map((await repo.knownFingerprints(tx, org, fingerprints)).map((r) => [r.fingerprint, r.host_id]));
-  const unknown = fingerprints.filter((f) => !hostOf.has(f)).sort();
   const created = new Set<string>();
+  if (fingerprints.every((f) => hostOf.has(f))) return { hostOf, created };
+
+  // Unknown fingerprints may become new hosts. Two transactions of one scope (two sessions of a
+  // site, two daemons) matching the same new addresses under different fingerprints would each
+  // see no host and each create one: identity is resolved one transaction at a time per scope,
+  // under a lock held until commit, and the fingerprints are looked up again once it is held
+  // (the transaction that held it may have bound some). Batches naming only known fingerprints,
+  // the steady state, never wait.
+  await repo.lockIdentityScope(tx, org, scope.siteId);
+  for (const r of await repo.knownFingerprints(tx, org, fingerprints.filter((f) => !hostOf.has(f)))) hostOf.set(r.fingerprint, r.host_id);
+  const unknown = fingerprints.filter((f) => !hostOf.has(f)).sort();
   if (unknown.length === 0) return { hostOf, created };
 
   const evidence = evidenceOf(facts);

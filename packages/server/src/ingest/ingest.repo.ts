@@ -19,6 +19,18 @@ export async function lockSession(db: Db, organisationId: string, sessionId: str
   return r[0];
 }
 
+/** The first key of identity locks ("Id"), apart from the jobs' locks. */
+const IDENTITY_LOCK_NAMESPACE = 0x4964;
+
+/**
+ * Serialises host identity within (organisation, site) until the transaction ends: a
+ * transaction-scoped advisory lock keyed by schema, organisation and site (on PGlite, one
+ * connection, transactions already run one at a time and the lock is granted at once).
+ */
+export async function lockIdentityScope(db: Db, organisationId: string, siteId: string | null): Promise<void> {
+  await sql`select pg_advisory_xact_lock(${IDENTITY_LOCK_NAMESPACE}, hashtext(current_schema() || ':identity:' || ${organisationId} || ':' || ${siteId ?? '-'}))`.execute(db);
+}
+
 export async function knownFingerprints(db: Db, organisationId: string, fingerprints: string[]) {
   return rows(sql<{ fingerprint: string; host_id: string }>`select fingerprint, host_id from host_fingerprints where organisation_id = ${organisationId} and fingerprint = any(${fingerprints}::text[])`, db);
 }

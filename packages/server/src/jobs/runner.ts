@@ -136,6 +136,21 @@ const realSleep = (ms: number, signal: AbortSignal) =>
   });
 
 /**
+ * The change stream's entries for a run's end: `finished` or `failed` for whoever its start was
+ * logged to (one organisation, or every one), and `failed` for each organisation whose own part
+ * failed in a run that did not fail as a whole.
+ */
+async function logEnd(db: Kysely<DB>, job: string, scope: string | null, failed: boolean, organisations: Map<string, OrganisationOutcome> | undefined): Promise<void> {
+  if (scope !== null) {
+    const own = organisations?.get(scope);
+    await status.logJobChange(db, job, scope, failed || own?.ok === false ? 'failed' : 'finished');
+    return;
+  }
+  await status.logJobChange(db, job, null, failed ? 'failed' : 'finished');
+  if (!failed) for (const [organisationId, o] of organisations ?? []) if (!o.ok) await status.logJobChange(db, job, organisationId, 'failed');
+}
+
+/**
  * Runs scheduled jobs. Each job ticks on its interval; a tick first takes the job's advisory lock
  * in the shared database, so with any number of processes one executes a given tick and the
  * others skip it. Failures are retried per `retryPolicy` (in memory only: a restart resumes the
@@ -255,6 +270,10 @@ export class JobRunner {
     try {
       const policy = retryPolicy(job.intervalMs);
       const started = this.now();
+      // The start is on record before any work: a run killed mid-way shows as interrupted.
+      const scope = run.organisationId ?? null;
+      await status.recordStart(database.db, job.name, scope, started);
+      await status.logJobChange(database.db, job.name, scope, 'started').catch((err) => logger.warn({ err, job: job.name }, 'could not log the job start'));
       const t0 = performance.now();
       let attempts = 0;
       let failed = false;
@@ -292,6 +311,7 @@ export class JobRunner {
       for (const [organisationId, o] of organisations ?? []) {
         await status.record(database.db, { job: job.name, organisationId, at: started, durationMs, outcome: o.ok ? 'ok' : 'failed', error: o.error, attempts, detail: { ...(o.detail ?? {}), ...trigger } });
       }
+      await logEnd(database.db, job.name, scope, failed, organisations).catch((err) => logger.warn({ err, job: job.name }, 'could not log the job end'));
       await status
         .announceFailures(database.db, job.name, before, { failed: failed && !run.organisationId, error, attempts, organisations })
         .catch((err) => logger.warn({ err, job: job.name }, 'could not record job.failed events'));

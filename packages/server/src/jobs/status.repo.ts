@@ -2,6 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
 import { emitSelect } from '../events/emit.js';
+import { LOCK_NAMESPACE } from '../db/database.js';
 import { redactText } from '../logger.js';
 
 export interface StatusEntry {
@@ -21,7 +22,17 @@ export function errorText(err: unknown): string {
   return redactText(String((err as Error | undefined)?.message ?? err ?? 'failed without a reason'));
 }
 
-/** Records the last run of a job (as a whole, or for one organisation); its error text is always redacted. */
+/**
+ * Records that a run of a job starts (as a whole, or for one organisation), before it does any
+ * work: a run that never records its end (its process was killed) stays visible.
+ */
+export async function recordStart(db: Kysely<DB>, job: string, organisationId: string | null, at: Date): Promise<void> {
+  await sql`
+    insert into job_status (job, organisation_id, started_at) values (${job}, ${organisationId}::uuid, ${at})
+    on conflict (job, coalesce(organisation_id, '00000000-0000-0000-0000-000000000000'::uuid)) do update set started_at = excluded.started_at, updated_at = now()`.execute(db);
+}
+
+/** Records the last run of a job (as a whole, or for one organisation), which is no longer in progress; its error text is always redacted. */
 export async function record(db: Kysely<DB>, e: StatusEntry): Promise<void> {
   await sql`
     insert into job_status (job, organisation_id, last_run_at, duration_ms, outcome, error, attempts, detail, last_ok_at)
@@ -29,28 +40,51 @@ export async function record(db: Kysely<DB>, e: StatusEntry): Promise<void> {
             ${e.outcome === 'ok' ? e.at : null}::timestamptz)
     on conflict (job, coalesce(organisation_id, '00000000-0000-0000-0000-000000000000'::uuid)) do update set
       last_run_at = excluded.last_run_at, duration_ms = excluded.duration_ms, outcome = excluded.outcome, error = excluded.error,
-      attempts = excluded.attempts, detail = excluded.detail, last_ok_at = coalesce(excluded.last_ok_at, job_status.last_ok_at), updated_at = now()`.execute(db);
+      attempts = excluded.attempts, detail = excluded.detail, last_ok_at = coalesce(excluded.last_ok_at, job_status.last_ok_at), started_at = null, updated_at = now()`.execute(db);
+}
+
+/**
+ * The change stream's entries for a job (entity `job`, id its name): `started`, `finished` or
+ * `failed`, for one organisation, or (null) for every organisation (the job as a whole), in one
+ * statement.
+ */
+export async function logJobChange(db: Kysely<DB>, job: string, organisationId: string | null, action: 'started' | 'finished' | 'failed'): Promise<void> {
+  await sql`
+    insert into change_log (organisation_id, entity_type, entity_id, action)
+    select id, 'job', ${job}, ${action} from organisations where ${organisationId === null ? sql`true` : sql`id = ${organisationId}`}`.execute(db);
 }
 
 export interface StatusRow {
   job: string;
   organisation_id: string | null;
-  last_run_at: string;
-  duration_ms: number;
-  outcome: 'ok' | 'failed';
+  /** Null (with duration, outcome and attempts) while no run has finished yet. */
+  last_run_at: string | null;
+  duration_ms: number | null;
+  outcome: 'ok' | 'failed' | null;
   error: string | null;
-  attempts: number;
+  attempts: number | null;
   detail: Record<string, unknown>;
   last_ok_at: string | null;
+  /** The start of a run that has not recorded its end: in progress, or interrupted. */
+  started_at: string | null;
+  /** Whether the job's lock is held now (by any process): a started run is then in progress. */
+  locked: boolean;
 }
 
 /**
  * Job status rows: every job as a whole, and that organisation's rows too (`'all'`: every
- * organisation's, for the operator's CLI).
+ * organisation's, for the operator's CLI). `locked` reads the job's advisory lock (the runner's
+ * `tryLock` key `job:<name>`, under the service's namespace) from pg_locks, which sees the locks of
+ * every process.
  */
 export async function list(db: Kysely<DB>, organisations: string | 'all' | null): Promise<StatusRow[]> {
   const r = await sql<StatusRow>`
-    select job, organisation_id, ${rfc3339('last_run_at')} as last_run_at, duration_ms, outcome, error, attempts, detail, ${rfc3339('last_ok_at')} as last_ok_at
+    select job, organisation_id, ${rfc3339('last_run_at')} as last_run_at, duration_ms, outcome, error, attempts, detail, ${rfc3339('last_ok_at')} as last_ok_at,
+      ${rfc3339('started_at')} as started_at,
+      started_at is not null and exists (
+        select 1 from pg_locks l where l.locktype = 'advisory' and l.granted and l.classid = ${LOCK_NAMESPACE}
+          and l.objid = hashtext(current_schema() || ':job:' || job)::oid and l.objsubid = 2
+      ) as locked
     from job_status
     where ${organisations === 'all' ? sql`true` : organisations ? sql`organisation_id is null or organisation_id = ${organisations}` : sql`organisation_id is null`}
     order by job, organisation_id nulls first`.execute(db);
@@ -59,7 +93,7 @@ export async function list(db: Kysely<DB>, organisations: string | 'all' | null)
 
 /** The last outcome of a job, as a whole (key `null`) and per organisation. */
 export async function outcomes(db: Kysely<DB>, job: string): Promise<Map<string | null, 'ok' | 'failed'>> {
-  const r = await sql<{ organisation_id: string | null; outcome: 'ok' | 'failed' }>`select organisation_id, outcome from job_status where job = ${job}`.execute(db);
+  const r = await sql<{ organisation_id: string | null; outcome: 'ok' | 'failed' }>`select organisation_id, outcome from job_status where job = ${job} and outcome is not null`.execute(db);
   return new Map(r.rows.map((x) => [x.organisation_id, x.outcome]));
 }
 

@@ -3,14 +3,34 @@ import type { DB } from '../db/schema.js';
 import type { JobDefinition } from './runner.js';
 import * as status from './status.repo.js';
 
-/** A job the runner knows that has no recorded run yet, shaped like a status row. */
-export interface NeverRunRow extends Omit<status.StatusRow, 'last_run_at' | 'duration_ms' | 'outcome'> {
-  last_run_at: null;
-  duration_ms: null;
-  outcome: 'never';
+/**
+ * What the status of a job shows: the last finished run's outcome (`ok`, `failed`), or `never`
+ * (no run recorded); `running` while a run that started is in progress (its lock is held), and
+ * `interrupted` when a run started and never recorded its end with nobody holding the lock any
+ * more (its process was killed), until the next run starts.
+ */
+export type JobOutcome = 'ok' | 'failed' | 'never' | 'running' | 'interrupted';
+
+export interface JobStatusRow {
+  job: string;
+  organisation_id: string | null;
+  interval_seconds: number;
+  /** The last finished run: its start, duration, attempts and error (null, 0: none yet). */
+  last_run_at: string | null;
+  duration_ms: number | null;
+  outcome: JobOutcome;
+  error: string | null;
+  attempts: number;
+  detail: Record<string, unknown>;
+  last_ok_at: string | null;
+  /** The start of the run in progress, or of the interrupted one. */
+  started_at: string | null;
 }
 
-export type JobStatusRow = (status.StatusRow | NeverRunRow) & { interval_seconds: number };
+function outcomeOf(r: status.StatusRow): JobOutcome {
+  if (r.started_at !== null) return r.locked ? 'running' : 'interrupted';
+  return r.outcome ?? 'never';
+}
 
 /**
  * The status of every job the runner knows, as a whole (never-run ones marked `never`), then the
@@ -21,10 +41,12 @@ export async function jobStatus(db: Kysely<DB>, known: readonly JobDefinition[],
   const rows = await status.list(db, organisations);
   return known.flatMap((job): JobStatusRow[] => {
     const interval_seconds = Math.round(job.intervalMs / 1000);
-    const mine = rows.filter((r) => r.job === job.name).map((r) => ({ ...r, interval_seconds }));
+    const mine = rows
+      .filter((r) => r.job === job.name)
+      .map(({ locked: _locked, ...r }): JobStatusRow => ({ ...r, interval_seconds, outcome: outcomeOf({ locked: _locked, ...r }), attempts: r.attempts ?? 0 }));
     if (mine.some((r) => r.organisation_id === null)) return mine;
     const never: JobStatusRow = {
-      job: job.name, organisation_id: null, last_run_at: null, duration_ms: null, outcome: 'never', error: null, attempts: 0, detail: {}, last_ok_at: null, interval_seconds,
+      job: job.name, organisation_id: null, last_run_at: null, duration_ms: null, outcome: 'never', error: null, attempts: 0, detail: {}, last_ok_at: null, started_at: null, interval_seconds,
     };
     return [never, ...mine];
   });
@@ -42,4 +64,5 @@ export const toJobStatus = (r: JobStatusRow) => ({
   attempts: r.attempts,
   detail: r.detail,
   lastOkAt: r.last_ok_at,
+  startedAt: r.started_at,
 });

@@ -43,7 +43,7 @@ export async function collectMetrics(db: Kysely<DB>, organisationId: string, now
     sql<{ job: string; age: number; ok: boolean }>`
       select g.job, extract(epoch from (${now}::timestamptz - g.last_run_at))::float8 as age, coalesce(mine.outcome, g.outcome) = 'ok' as ok
       from job_status g left join job_status mine on mine.job = g.job and mine.organisation_id = ${o}
-      where g.organisation_id is null order by g.job`.execute(db),
+      where g.organisation_id is null and g.last_run_at is not null order by g.job`.execute(db),
     sql<{ status: string; n: number; quiet: number | null }>`
       select status, count(*)::int as n, max(extract(epoch from (${now}::timestamptz - coalesce(last_heartbeat_at, created_at))))::float8 as quiet
       from daemons where organisation_id = ${o} group by status`.execute(db),
