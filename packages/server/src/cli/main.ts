@@ -50,7 +50,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       // Signals are caught from the first moment: one arriving during start-up stops the process as
       // soon as it is up, instead of killing it mid-migration.
       const signals = catchSignals();
-      const running = command === 'serve' ? await startServer(config, logger, io.out) : await startWorker(config, logger, io.out);
+      const running = command === 'serve' ? await startServer(config, logger, (text) => io.err(text.replace(/\n$/, ''))) : await startWorker(config, logger);
       const drainSeconds = command === 'worker' || config.jobsInWeb ? config.jobs.shutdownSeconds + 10 : 10;
       return await untilSignalled(signals, logger, drainSeconds, () => running.close(), command === 'serve' ? 'draining requests' : 'letting running jobs finish');
     }
