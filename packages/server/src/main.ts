@@ -126,21 +126,31 @@ export interface RunningServer {
 /**
  * The web process: database → migrations → first-run owner (embedded database only) → app →
  * listen → job scheduler (unless SERVICE_JOBS_IN_WEB=false). Returns once listening; `close`
- * stops the jobs (running ticks finish), drains requests, then closes the database.
+ * stops the jobs (running ticks finish), drains requests, then closes the database. Everything
+ * it says goes to the log, except the first-run owner's one-time password: `tellOperator`
+ * (stderr) gets that block.
  */
-export async function startServer(config: Config, logger: Logger, out: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<RunningServer> {
+export async function startServer(config: Config, logger: Logger, tellOperator: (text: string) => void = (t) => process.stderr.write(t)): Promise<RunningServer> {
   const rt = await openRuntime(config, logger, config.dbPoolMax);
   const { database } = rt;
   let jobs: RunningJobs | null = null;
   try {
     if (database.kind === 'pglite') {
       const first = await bootstrapFirstOwner(database.db);
+      // The one-time password is for the person at the terminal, never a log record: a plain
+      // block on stderr, on this first start only (README, "Run it"; docs/operating.md, Logs).
       if (first) {
-        out('');
-        out('  First run: created the organisation "Default" and its owner.');
-        out(`    email:    ${first.email}`);
-        out(`    password: ${first.password}   (shown once; change it after signing in)`);
-        out('');
+        logger.info({ organisation: 'Default', email: first.email }, 'first run: created the organisation Default and its owner; the one-time password is on stderr');
+        tellOperator(
+          [
+            '',
+            '  First run: created the organisation "Default" and its owner.',
+            `    email:    ${first.email}`,
+            `    password: ${first.password}   (shown once; change it after signing in)`,
+            '',
+            '',
+          ].join('\n'),
+        );
       }
     }
     // The scheduler's runner serves the admin endpoints too; built before the app, ticking after listen.
@@ -153,7 +163,7 @@ export async function startServer(config: Config, logger: Logger, out: (line: st
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const url = config.port === 0 ? config.baseUrl.replace(/:0$/, `:${port}`) : config.baseUrl;
-    out(`Surveyor ${config.version} listening on ${url} (database: ${database.kind === 'pglite' ? `embedded, ${config.dataDir}` : 'PostgreSQL'})`);
+    logger.info({ url, version: config.version, ...databaseFields(rt), pid: process.pid, jobs: config.jobsInWeb }, `Surveyor ${config.version} listening on ${url}`);
     const running = jobs;
     return {
       app,
@@ -173,8 +183,13 @@ export async function startServer(config: Config, logger: Logger, out: (line: st
   }
 }
 
+/** What a start-up record says about the database (never its URL: it may hold a password). */
+function databaseFields(rt: Runtime): { database: 'embedded' | 'postgres'; dataDir?: string } {
+  return rt.database.kind === 'pglite' ? { database: 'embedded', dataDir: rt.config.dataDir } : { database: 'postgres' };
+}
+
 /** The worker process: migrations, then the job scheduler on its own pool. Returns its `close`. */
-export async function startWorker(config: Config, logger: Logger, out: (line: string) => void): Promise<RunningJobs> {
+export async function startWorker(config: Config, logger: Logger): Promise<RunningJobs> {
   const rt = await openRuntime(config, logger, 2);
   let jobs: RunningJobs;
   try {
@@ -185,7 +200,7 @@ export async function startWorker(config: Config, logger: Logger, out: (line: st
     await rt.database.close();
     throw e;
   }
-  out(`Surveyor ${config.version} worker running ${jobs.runner.names.join(', ')} (database: ${rt.database.kind === 'pglite' ? `embedded, ${config.dataDir}` : 'PostgreSQL'})`);
+  logger.info({ version: config.version, jobs: jobs.runner.names, ...databaseFields(rt), pid: process.pid }, `Surveyor ${config.version} worker running ${jobs.runner.names.join(', ')}`);
   return {
     runner: jobs.runner,
     async close() {

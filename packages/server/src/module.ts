@@ -34,8 +34,10 @@ export interface CliIO {
 
 /** A top-level `surveyor` command a module adds (for example `surveyor admin …`). */
 export interface CliVerb {
-  /** Lines of the usage text, each `verb args   what it does`. */
+  /** Lines of the usage text, each `verb [sub-command] args`; `surveyor VERB SUB --help` prints the lines of SUB. */
   usage: string[];
+  /** What the verb does, for `surveyor VERB --help` (a few lines). */
+  help: string;
   /** Runs the verb with the arguments after it; resolves to the exit code. Throws UsageError for bad arguments. */
   run(args: string[], io: CliIO, config: Config): Promise<number>;
 }

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +8,7 @@ import { runCli } from '../src/cli/main.js';
 import { ConfigSchema } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 import { loadMigrations } from '../src/db/migrate.js';
+import { cliVerbs } from '../src/main.js';
 import { PASSWORD, bearer, buildTestApp } from './helpers.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
@@ -212,6 +213,40 @@ describe('surveyor help and config', () => {
     expect(none.out.join('\n')).toMatch(/^Usage: surveyor/);
   });
 
+  it('--version prints SERVICE_VERSION, else the package version, and exits 0', async () => {
+    const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'packages/server/package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const r = await cli(flag);
+      expect(r).toEqual({ code: 0, out: [`surveyor ${pkg.version}`], err: [] });
+    }
+    const out: string[] = [];
+    expect(await runCli(['--version'], { out: (l) => out.push(l), err: () => {}, env: { SERVICE_VERSION: '2.3.4' } })).toBe(0);
+    expect(out).toEqual(['surveyor 2.3.4']);
+  });
+
+  it('COMMAND --help prints the usage of every command and sub-command, module verbs included, and exits 0 without running it', async () => {
+    const verbs = cliVerbs();
+    const commands = [
+      ['serve'], ['worker'], ['jobs'], ['jobs', 'list'], ['jobs', 'run'], ['migrate'], ['config'],
+      ...Object.entries(verbs).flatMap(([name, v]) => [[name], ...v.usage.map((l) => l.split(' ').slice(0, 2))]),
+    ];
+    expect(commands.length).toBeGreaterThan(13);
+    for (const command of commands) {
+      for (const argv of [[...command, '--help'], [...command, '-h'], ['help', ...command]]) {
+        const r = await cli(...argv);
+        expect(r.err, argv.join(' ')).toEqual([]);
+        expect(r.code, argv.join(' ')).toBe(0);
+        const text = r.out.join('\n');
+        expect(text).toMatch(new RegExp(`^Usage:\n  surveyor ${command.join(' ')}\\b`));
+        // Then what the command does, in words.
+        expect(text.split('\n\n')[1]?.length ?? 0, argv.join(' ')).toBeGreaterThan(40);
+      }
+    }
+    // A sub-command's help names that sub-command only.
+    expect((await cli('admin', 'create-org', '--help')).out.join('\n')).not.toContain('revoke-key');
+    expect(refused(await cli('nope', '--help'))).toContain('unknown command "nope"');
+  });
+
   it('config --json lists every variable with its default and description', async () => {
     const r = await cli('config', '--json');
     expect(r.code).toBe(0);
@@ -247,6 +282,14 @@ describe('surveyor as a real process', () => {
     expect(doc.organisationId).toMatch(UUID);
     expect(doc.userId).toMatch(UUID);
     processOrg = doc;
+  });
+
+  it('serve --help prints its usage and exits 0 instead of serving; --version prints the version', () => {
+    const r = run('serve', '--help');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^Usage:\n {2}surveyor serve\n/);
+    expect(run('--version').stdout).toMatch(/^surveyor \S+\n$/);
   });
 
   it('exits 2 on bad arguments', () => {

@@ -288,9 +288,13 @@ describe('a batch of observations builds the inventory (spec 4.5; decisions.md "
     expect(await rawInventory(t, s)).toEqual(raw);
 
     // Also once the session is completed: a repeated batch is accepted and all of it counted as hits.
+    // The session's own completion and progress are the only changes (scan.updated on the live stream).
     expect(await ingest(t, s.daemon, { sessionId, final: true })).toEqual({ accepted: 0, dedupHits: 0 });
     expect(await ingest(t, s.daemon, { ...batch, final: true })).toEqual({ accepted: rowsOf(batch), dedupHits: rowsOf(batch) });
-    expect(await rawInventory(t, s)).toEqual(raw);
+    const after = await rawInventory(t, s);
+    expect(after.changeLog.slice(0, raw.changeLog.length)).toEqual(raw.changeLog);
+    expect(new Set(after.changeLog.slice(raw.changeLog.length).map((c) => `${c.entity_type}.${c.action} ${c.entity_id}`))).toEqual(new Set([`scan.updated ${sessionId}`]));
+    expect({ ...after, changeLog: raw.changeLog }).toEqual(raw);
     expect((await getScan(t, s, sessionId)).state).toBe('completed');
   });
 
@@ -334,9 +338,12 @@ describe('a batch of observations builds the inventory (spec 4.5; decisions.md "
     expect(ids('service', 'created')).toEqual(services.map((x) => x.id).sort());
     await ingest(t, s.daemon, batch);
     expect(await log()).toEqual(rows);
-    // Another organisation's log stays empty.
+    // Another organisation's log has no host or service (only its own daemon registering).
     const other = await scanningOrg(t);
-    expect(await count(t, 'change_log', other.org.organisationId)).toBe(0);
+    expect((await sql<Json>`select entity_type, action from change_log where organisation_id = ${other.org.organisationId} order by id`.execute(t.database.db)).rows).toEqual([
+      { entity_type: 'daemon', action: 'created' },
+      { entity_type: 'daemon', action: 'updated' },
+    ]);
   });
 });
 
@@ -405,12 +412,14 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
     expect(delivered.statusCode, delivered.body).toBe(200);
     await sql`alter table flows detach partition flows_20310307`.execute(t.database.db);
     const events = await count(t, 'events', org);
+    const changes = await count(t, 'change_log', org); // the daemon's, the network's and the session's so far
 
     const batch = small(sessionId, { flows: [flow('2031-03-07T10:00:00Z')] });
     const res = await observe(t, sc.daemon, batch);
     expect(res.statusCode, res.body).toBe(500);
     expect(res.json().code).toBe('internal_error');
-    for (const table of ['hosts', 'host_addresses', 'services', 'change_log', 'scan_batches']) expect(await count(t, table, org), table).toBe(0);
+    for (const table of ['hosts', 'host_addresses', 'services', 'scan_batches']) expect(await count(t, table, org), table).toBe(0);
+    expect(await count(t, 'change_log', org)).toBe(changes);
     expect(await count(t, 'flow_batches', org)).toBe(1); // the earlier delivery's only
     expect(await count(t, 'events', org)).toBe(events);
     expect(await getScan(t, sc, sessionId)).toMatchObject({ state: 'dispatched', startedAt: null, progress: { batches: 0 } });

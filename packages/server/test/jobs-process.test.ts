@@ -69,7 +69,7 @@ describe('where the scheduler runs (spec 1.1 rule 2)', () => {
   it('surveyor worker runs the jobs on its own, and exits 0 on SIGTERM once they are done', async () => {
     const child = spawn(process.execPath, [bin, 'worker'], {
       cwd: root,
-      env: { PATH: process.env.PATH, ...databaseEnv(testDb?.schema, path.join(dataDir, 'c')), SERVICE_LOG_LEVEL: 'warn' },
+      env: { PATH: process.env.PATH, ...databaseEnv(testDb?.schema, path.join(dataDir, 'c')), SERVICE_LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -78,7 +78,8 @@ describe('where the scheduler runs (spec 1.1 rule 2)', () => {
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const deadline = Date.now() + 45_000;
     while (!/worker running/.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(out.match(/worker running ([a-z., ]+) \(database/)?.[1]?.split(', ').sort()).toEqual([...JOBS].sort());
+    const started = out.split('\n').filter((l) => l.includes('worker running')).map((l) => JSON.parse(l) as { jobs: string[] });
+    expect(started[0]?.jobs.sort()).toEqual([...JOBS].sort());
     // Let every job tick once (1 s after start, staggered by 0.5 s), then stop.
     await new Promise((r) => setTimeout(r, 3_500));
     child.kill('SIGTERM');

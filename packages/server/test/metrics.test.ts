@@ -1,4 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +12,7 @@ import { type SeededOrg, type TestApp, bearer, buildTestApp, seedMemberWithKey, 
 
 /** promtool (Debian package `prometheus`), which .ci/run installs. */
 const PROMTOOL = spawnSync('promtool', ['--version']).status === 0;
+const PROMETHEUS_DIR = fileURLToPath(new URL('../../../deploy/prometheus/', import.meta.url));
 
 /** Parses the exposition into `name{labels}` → value, checking every sample line's syntax. */
 function samples(text: string): Map<string, number> {
@@ -135,6 +139,30 @@ describe('GET /api/v1/metrics (spec 4.8, decisions.md)', () => {
     expect(m.get('service_job_last_run_ok{job="scan.stall"}')).toBe(1);
   });
 
+  it('feeds the alert unit tests series shaped as a scrape with deploy/prometheus/prometheus.yml stores them', async () => {
+    // The scrape with honor_labels keeps the exposition's labels (its `job` too), and adds
+    // `instance` and the target's `organisation`, and `job` = the scrape job where there is none.
+    const exposed = new Map<string, Set<string>>();
+    for (const key of samples(await collectMetrics(t.database.db, org.organisationId)).keys()) {
+      const [, name, labels = ''] = /^([a-z_]+)(?:\{(.*)\})?$/.exec(key)!;
+      const keys = [...labels.matchAll(/([a-z_]+)="/g)].map((m) => m[1]).sort().join(',');
+      exposed.set(name!, (exposed.get(name!) ?? new Set()).add(keys));
+    }
+    const input = readFileSync(path.join(PROMETHEUS_DIR, 'alerts.test.yml'), 'utf8');
+    const series = [...input.matchAll(/series: '([a-z_]+)\{([^}]*)\}'/g)];
+    expect(series.length).toBeGreaterThan(10);
+    for (const [, name, labelText] of series) {
+      const labels = Object.fromEntries([...labelText!.matchAll(/([a-z_]+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
+      expect(labels, name).toMatchObject({ instance: expect.any(String), organisation: expect.any(String), job: expect.any(String) });
+      expect(labels).not.toHaveProperty('exported_job');
+      if (name === 'up') continue;
+      const own = Object.keys(labels).filter((k) => k !== 'instance' && k !== 'organisation' && !(k === 'job' && labels.job!.startsWith('surveyor-')));
+      // Series that exist only where their thing does (README, Metrics), absent from this organisation.
+      const absent: Record<string, string> = { service_cve_feed_age_seconds: '', service_snapshot_age_seconds: '', service_daemon_quiet_seconds: 'status' };
+      expect(exposed.get(name!) ?? new Set([absent[name!]]), name).toContain(own.sort().join(','));
+    }
+  });
+
   // Validated by Prometheus' own tool; .ci/run installs it (Debian package `prometheus`), and in
   // CI its absence fails this test rather than leaving it out.
   if (PROMTOOL || process.env.CI) {
@@ -147,13 +175,31 @@ describe('GET /api/v1/metrics (spec 4.8, decisions.md)', () => {
     });
 
     it('ships alert rules that promtool accepts and whose unit tests pass (deploy/prometheus)', () => {
-      const dir = fileURLToPath(new URL('../../../deploy/prometheus/', import.meta.url));
-      const check = spawnSync('promtool', ['check', 'rules', 'alerts.yml'], { cwd: dir, encoding: 'utf8' });
+      const check = spawnSync('promtool', ['check', 'rules', 'alerts.yml'], { cwd: PROMETHEUS_DIR, encoding: 'utf8' });
       expect(check.status, `${check.stdout}${check.stderr}`).toBe(0);
-      expect(check.stdout).toContain('SUCCESS: 5 rules found');
-      const tests = spawnSync('promtool', ['test', 'rules', 'alerts.test.yml'], { cwd: dir, encoding: 'utf8' });
+      expect(check.stdout).toContain('SUCCESS: 6 rules found');
+      const tests = spawnSync('promtool', ['test', 'rules', 'alerts.test.yml'], { cwd: PROMETHEUS_DIR, encoding: 'utf8' });
       expect(tests.status, `${tests.stdout}${tests.stderr}`).toBe(0);
       expect(tests.stdout).toContain('SUCCESS');
+    });
+
+    it('ships a scrape config that promtool accepts: honor_labels, the metrics path, a Bearer token from a file, the alert rules', () => {
+      const conf = readFileSync(path.join(PROMETHEUS_DIR, 'prometheus.yml'), 'utf8');
+      expect(conf).toMatch(/^ {4}honor_labels: true$/m);
+      expect(conf).toMatch(/^ {4}metrics_path: \/api\/v1\/metrics$/m);
+      expect(conf).toMatch(/^ {6}credentials_file: \S+$/m);
+      expect(conf).toMatch(/^ {2}- alerts\.yml$/m);
+      // promtool checks that the token file exists: check a copy beside a stand-in token.
+      const dir = mkdtempSync(path.join(tmpdir(), 'surveyor-prometheus-'));
+      try {
+        for (const f of ['prometheus.yml', 'alerts.yml']) copyFileSync(path.join(PROMETHEUS_DIR, f), path.join(dir, f));
+        writeFileSync(path.join(dir, /credentials_file: (\S+)/.exec(conf)![1]!), 'svm_stand_in\n', { mode: 0o600 });
+        const r = spawnSync('promtool', ['check', 'config', 'prometheus.yml'], { cwd: dir, encoding: 'utf8' });
+        expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
+        expect(r.stdout).toContain('SUCCESS: 6 rules found');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   }
 });

@@ -8,28 +8,57 @@ import { afterAll, describe, expect, it } from 'vitest';
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const bin = path.join(root, 'packages/server/bin/surveyor.js');
 
-/** Starts `surveyor serve` and resolves with its stdout once it says where it listens. */
-function serve(dataDir: string): Promise<{ child: ChildProcess; out: string; url: string }> {
-  const child = spawn(process.execPath, [bin, 'serve'], {
-    cwd: root,
-    env: { PATH: process.env.PATH, SERVICE_DATA_DIR: dataDir, SERVICE_PORT: '0', SERVICE_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+interface Started {
+  child: ChildProcess;
+  /** stdout: the log, one JSON record a line. */
+  out: string;
+  /** stderr: the first-run block, and nothing else on a healthy start. */
+  err: string;
+  url: string;
+  /** The process that serves (for `npm start`, not npm's own). */
+  pid: number;
+}
+
+/** Starts `command args` and resolves once its log has the `listening` record. */
+function start(command: string, args: string[], env: Record<string, string>): Promise<Started> {
+  const child = spawn(command, args, { cwd: root, env: { PATH: process.env.PATH ?? '', SERVICE_PORT: '0', SERVICE_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   return new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 30_000);
+    let err = '';
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}${err}`)), 60_000);
     child.stdout!.on('data', (d) => {
       out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
+      const line = out.split('\n').find((l) => l.includes('"listening on') || / listening on /.test(l));
+      if (line) {
         clearTimeout(timer);
-        resolve({ child, out, url: m[1]! });
+        const record = JSON.parse(line) as { url: string; pid: number };
+        // Give a block that follows on stderr a moment to arrive.
+        setTimeout(() => resolve({ child, out, err, url: record.url, pid: record.pid }), 200);
       }
     });
-    child.stderr!.on('data', (d) => (out += d));
-    child.on('exit', (code) => reject(new Error(`serve exited ${code}:\n${out}`)));
+    child.stderr!.on('data', (d) => (err += d));
+    child.on('exit', (code) => reject(new Error(`serve exited ${code}:\n${out}${err}`)));
   });
 }
+
+const serve = (dataDir: string) => start(process.execPath, [bin, 'serve'], { SERVICE_DATA_DIR: dataDir });
+
+/** Every stdout line is a JSON log record. */
+function records(out: string): { level: string; msg: string; [k: string]: unknown }[] {
+  return out.trimEnd().split('\n').map((l) => {
+    expect(() => JSON.parse(l), l).not.toThrow();
+    return JSON.parse(l);
+  });
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 const stop = (child: ChildProcess) => new Promise<number | null>((resolve) => {
   child.removeAllListeners('exit');
@@ -43,9 +72,14 @@ describe('surveyor serve on a fresh embedded database', () => {
 
   it('creates a first owner with a one-time password, prints the URL, serves, and stops cleanly on SIGTERM', async () => {
     const first = await serve(dataDir);
-    expect(first.out).toContain('admin@surveyor.local');
-    const password = /password:\s+(\S+)/.exec(first.out)?.[1];
+    // The one-time password reaches the operator on stderr, and never the log.
+    expect(first.err).toContain('admin@surveyor.local');
+    const password = /password:\s+(\S+)/.exec(first.err)?.[1];
     expect(password).toMatch(/^[A-Za-z0-9_-]{20,}$/);
+    expect(first.out).not.toContain(password);
+    const log = records(first.out);
+    expect(log.find((r) => r.msg.startsWith('Surveyor ') && r.msg.includes(' listening on '))).toMatchObject({ level: 'info', url: first.url, database: 'embedded', pid: first.child.pid });
+    expect(log.some((r) => r.msg.startsWith('first run:'))).toBe(true);
 
     const health = await fetch(`${first.url}/api/health`);
     expect(health.status).toBe(200);
@@ -62,7 +96,33 @@ describe('surveyor serve on a fresh embedded database', () => {
 
     // A second start finds the owner and prints no new password.
     const second = await serve(dataDir);
-    expect(second.out).not.toContain('password:');
+    expect(second.out).not.toContain('password');
+    expect(second.err).toBe('');
+    records(second.out);
     expect(await stop(second.child)).toBe(0);
   });
+});
+
+describe('npm start', () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'surveyor-npm-start-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('runs the server in the process npm starts, so SIGTERM to npm stops the server (no orphan)', async () => {
+    const env: Record<string, string> = { SERVICE_DATA_DIR: dataDir };
+    for (const k of ['HOME', 'npm_config_cache']) if (process.env[k]) env[k] = process.env[k]!;
+    const npm = await start('npm', ['start', '--silent'], env);
+    try {
+      expect(npm.pid).not.toBe(npm.child.pid);
+      expect(alive(npm.pid)).toBe(true);
+      expect((await fetch(`${npm.url}/api/health`)).status).toBe(200);
+      records(npm.out);
+      expect(await stop(npm.child)).toBe(0);
+      const deadline = Date.now() + 15_000;
+      while (alive(npm.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(alive(npm.pid)).toBe(false);
+      expect(existsSync(path.join(dataDir, 'surveyor.lock'))).toBe(false);
+    } finally {
+      if (alive(npm.pid)) process.kill(npm.pid, 'SIGKILL');
+    }
+  }, 90_000);
 });

@@ -6,9 +6,11 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import * as admin from '../src/admin/admin.service.js';
 import { loadConfig } from '../src/config.js';
+import { markQuietDaemonsOffline } from '../src/daemons/daemons.repo.js';
 import { openDatabase } from '../src/db/database.js';
 import { type SeededOrg, TEST_DATABASE_URL, type TestApp, type TestDatabase, bearer, buildTestApp, createTestDatabase, login, seedMemberWithKey, seedOrg } from './helpers.js';
-import { type Scanning, createNetwork, ingest, onlineDaemon, startSession } from './scanning.js';
+import { heartbeat } from './daemon-client.js';
+import { type Scanning, createNetwork, ingest, onlineDaemon, queueScan, startSession } from './scanning.js';
 import { startTcpProxy } from './tcp-proxy.js';
 
 // The live change stream, GET /api/sse (spec 4.9, 6; decisions.md "Events and alerts"; contract
@@ -20,7 +22,10 @@ const RFC3339_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const HIGH_LIMITS = { SERVICE_RATE_LIMIT_KEY_PER_MINUTE: '1000000', SERVICE_RATE_LIMIT_DAEMON_PER_MINUTE: '1000000', SERVICE_RATE_LIMIT_ANON_PER_MINUTE: '1000000' };
 /** Every event name a test here listens for. */
-const EVENT_NAMES = ['host.created', 'host.updated', 'host.deleted', 'service.created', 'service.updated', 'scan.updated', 'overflow', 'reset', 'closing'];
+const EVENT_NAMES = [
+  'host.created', 'host.updated', 'host.deleted', 'service.created', 'service.updated', 'scan.created', 'scan.updated', 'network.created', 'network.updated',
+  'snapshot.created', 'daemon.created', 'daemon.updated', 'overflow', 'reset', 'closing',
+];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -480,6 +485,44 @@ describe('GET /api/sse: live changes (decisions.md "Events and alerts")', () => 
     expect(es.of('host.created').map((g) => g.data.id)).toEqual([host.id]);
     expect(es.of('service.created').map((g) => g.data.id)).toEqual([services[0]!.id]);
     for (const g of es.got) expect(g.data).toEqual({ type: expect.any(String), id: expect.stringMatching(UUID), action: expect.any(String), at: expect.stringMatching(RFC3339_MS) });
+  });
+
+  it('streams what an operator watches: a daemon registered and changing status, a network created, scans through every state, a snapshot', async () => {
+    const p = await orgWithSession(s);
+    const es = await listen(s, p.cookie);
+    const sc = await scanningAs(s, p, '10.9.0.0/16'); // registers (created) and heartbeats online (updated)
+    const daemonId = sc.daemon.id;
+    await heartbeat(s.t.app, sc.daemon.token, daemonId); // still online: no change
+    const networkId = await createNetwork(s.t, sc, '10.9.0.0/24');
+    const first = await startSession(s.t, sc, networkId); // queued (created; the network's lastScanAt), dispatched
+    await ingest(s.t, sc.daemon, { sessionId: first, stats: { hostsTotal: 256, hostsScanned: 10 } }); // running
+    await ingest(s.t, sc.daemon, { sessionId: first, final: true, stats: { hostsTotal: 256, hostsScanned: 256 } }); // completed
+    const second = (await queueScan(s.t, sc, networkId)).sessionId;
+    expect((await s.t.app.inject({ method: 'POST', url: `/api/v1/scans/${second}/cancel`, headers: bearer(sc.api) })).statusCode).toBe(200);
+    const snap = await s.t.app.inject({ method: 'POST', url: '/api/v1/snapshots', headers: bearer(sc.api), payload: {} });
+    expect(snap.statusCode, snap.body).toBe(201);
+    await heartbeat(s.t.app, sc.daemon.token, daemonId, 'degraded');
+    await heartbeat(s.t.app, sc.daemon.token, daemonId, 'degraded'); // no change
+    await heartbeat(s.t.app, sc.daemon.token, daemonId);
+    // Quiet for more than 300 s: announced offline (scan.stall's minute check).
+    await s.writer.query("update daemons set last_heartbeat_at = now() - interval '10 minutes' where id = $1", [daemonId]);
+    expect((await markQuietDaemonsOffline(s.t.database.db, new Date())).map((d) => d.id)).toContain(daemonId);
+
+    const want = [
+      ['daemon.created', daemonId], ['daemon.updated', daemonId],
+      ['network.created', networkId],
+      ['scan.created', first], ['network.updated', networkId], ['scan.updated', first], ['scan.updated', first], ['scan.updated', first],
+      ['scan.created', second], ['network.updated', networkId], ['scan.updated', second],
+      ['snapshot.created', snap.json().id],
+      ['daemon.updated', daemonId], ['daemon.updated', daemonId], ['daemon.updated', daemonId],
+    ];
+    const log = await s.writer.query<{ id: string | number; entity_type: string; entity_id: string; action: string }>(
+      'select id, entity_type, entity_id, action from change_log where organisation_id = $1 order by id', [p.org.organisationId]);
+    // Each written in the transaction of its change, in order.
+    expect(log.map((r) => [`${r.entity_type}.${r.action}`, r.entity_id])).toEqual(want);
+    await es.receive(log.map((r) => Number(r.id)));
+    expect(es.got.map((g) => [g.event, g.data.id])).toEqual(want);
+    for (const g of es.got) expect(g.data).toEqual({ type: g.event.split('.')[0], id: expect.stringMatching(UUID), action: g.event.split('.')[1], at: expect.stringMatching(RFC3339_MS) });
   });
 
   it('sends every stream of the organisation each change, and never another organisation\'s changes (also from one statement touching both)', async () => {

@@ -83,6 +83,10 @@ export const adminVerb: CliVerb = {
     'admin revoke-key --id ID [--json]',
     'admin merge-duplicate-hosts [--org ORG] [--dry-run] [--json]',
   ],
+  help: `Manages organisations, users, roles and keys straight on the database (migrating it first),
+each change leaving an audit-log row by actor "cli". ORG is an organisation id or name. A token or
+generated password is printed once. With --json the result is one JSON document on stdout.
+Exit 2 on bad arguments or a refused request (one line on stderr).`,
   async run([sub, ...args], io, config) {
     const cmd = sub ? adminCommands[sub] : undefined;
     if (!cmd) throw new UsageError(`unknown admin command ${JSON.stringify(sub ?? '')} (one of ${Object.keys(adminCommands).join(', ')})`);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { ConfigError, describeConfig, loadConfig } from '../config.js';
 import { DataDirLockedError } from '../db/data-dir-lock.js';
@@ -7,7 +8,7 @@ import { AppError } from '../errors.js';
 import { jobStatus } from '../jobs/status.service.js';
 import { createLogger } from '../logger.js';
 import { cliVerbs, openRuntime, startJobs, startServer, startWorker } from '../main.js';
-import type { CliIO } from '../module.js';
+import type { CliIO, CliVerb } from '../module.js';
 import { UsageError, parseFlags } from './args.js';
 
 export type { CliIO } from '../module.js';
@@ -15,7 +16,7 @@ export type { CliIO } from '../module.js';
 // The `surveyor` command: parses arguments and calls the composition root (main.ts). Verbs of
 // a domain (`admin …`) come from its module.
 
-const usage = () => `Usage: surveyor <command> [options]
+const usage = () => `Usage: surveyor <command> [options]      surveyor <command> --help      surveyor --version
 
 Commands:
   serve                                   Run the web process (migrates first; runs the jobs unless SERVICE_JOBS_IN_WEB=false)
@@ -29,13 +30,71 @@ ${Object.values(cliVerbs()).flatMap((v) => v.usage.map((l) => `  ${l}`)).join('\
 ORG is an organisation id or name. The database is DATABASE_URL, or the embedded one in SERVICE_DATA_DIR.
 Exit codes: 0 done, 1 failure, 2 bad arguments or refused request.`;
 
+/** The built-in commands: their usage lines and what they do (`surveyor COMMAND --help`). */
+const builtins: Record<string, Pick<CliVerb, 'usage' | 'help'>> = {
+  serve: {
+    usage: ['serve'],
+    help: `Runs the web process: migrates the database, then listens on SERVICE_HOST:SERVICE_PORT, and
+runs the scheduled jobs unless SERVICE_JOBS_IN_WEB=false. The log is JSON on stdout. SIGTERM or
+SIGINT stops it: no new job ticks, running ones finish (SERVICE_JOBS_SHUTDOWN_SECONDS), requests
+drain (up to 10 s), then it exits 0. npm start runs this command.`,
+  },
+  worker: {
+    usage: ['worker'],
+    help: `Runs the scheduled jobs only, on their own database pool (migrates first). Run it with
+SERVICE_JOBS_IN_WEB=false on the web processes. SIGTERM or SIGINT lets running jobs finish
+(SERVICE_JOBS_SHUTDOWN_SECONDS), then it exits 0.`,
+  },
+  jobs: {
+    usage: ['jobs list [--json]', 'jobs run NAME [--json]'],
+    help: `list: every scheduled job with its interval, last run, duration, outcome ("never" until it has
+run), attempts and error. run NAME: runs a job now as its schedule would (same lock, retries and
+status rows); waits for a run in progress elsewhere. Exit 0 when the run succeeded, 1 when it
+failed, 2 for an unknown job. For cron or a Kubernetes Job.`,
+  },
+  migrate: {
+    usage: ['migrate [--json]'],
+    help: `Applies pending database migrations and exits; prints the schema version and what was applied
+(--json: {"applied":[…],"version":N}). serve and worker migrate at start too.`,
+  },
+  config: {
+    usage: ['config [--json]'],
+    help: 'Lists every environment variable the service reads, with its default and meaning.',
+  },
+};
+
+/** `surveyor COMMAND [SUB] --help`: the usage lines of the command (of SUB when given) and what it does. */
+function commandHelp(command: string, verb: Pick<CliVerb, 'usage' | 'help'>, args: string[]): string {
+  const sub = args.find((a) => !a.startsWith('-'));
+  const lines = verb.usage.filter((l) => sub !== undefined && l.startsWith(`${command} ${sub}`));
+  return `Usage:\n${(lines.length ? lines : verb.usage).map((l) => `  surveyor ${l}`).join('\n')}\n\n${verb.help}`;
+}
+
+/** SERVICE_VERSION when set, else the package's version. */
+function version(env: CliIO['env']): string {
+  if (env.SERVICE_VERSION) return env.SERVICE_VERSION;
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
 /** Runs one CLI invocation; resolves to the exit code (serve and worker resolve when they stop). */
 export async function runCli(argv: string[], io: CliIO): Promise<number> {
   const [command, ...rest] = argv;
   try {
-    if (!command || command === '--help' || command === 'help' || command === '-h') {
+    if (!command || command === '--help' || command === '-h' || (command === 'help' && rest.length === 0)) {
       io.out(usage());
       return command ? 0 : 2;
+    }
+    if (command === '--version' || command === '-V' || command === 'version') {
+      io.out(`surveyor ${version(io.env)}`);
+      return 0;
+    }
+    if (command === 'help' || rest.includes('--help') || rest.includes('-h')) {
+      const [name, args] = command === 'help' ? [rest[0]!, rest.slice(1)] : [command, rest];
+      const verb = builtins[name] ?? cliVerbs()[name];
+      if (!verb) throw new UsageError(`unknown command ${JSON.stringify(name)}`);
+      io.out(commandHelp(name, verb, args));
+      return 0;
     }
     if (command === 'config') {
       const f = parseFlags(rest, { json: 'boolean' });
@@ -50,7 +109,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       // Signals are caught from the first moment: one arriving during start-up stops the process as
       // soon as it is up, instead of killing it mid-migration.
       const signals = catchSignals();
-      const running = command === 'serve' ? await startServer(config, logger, io.out) : await startWorker(config, logger, io.out);
+      const running = command === 'serve' ? await startServer(config, logger, (text) => io.err(text.replace(/\n$/, ''))) : await startWorker(config, logger);
       const drainSeconds = command === 'worker' || config.jobsInWeb ? config.jobs.shutdownSeconds + 10 : 10;
       return await untilSignalled(signals, logger, drainSeconds, () => running.close(), command === 'serve' ? 'draining requests' : 'letting running jobs finish');
     }

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { changeSelect, logChanges } from '../events/changes.js';
 import { emitSelect } from '../events/emit.js';
 
 /** The daemon `id` of the organisation registered with key `keyId`, or undefined. */
@@ -48,7 +49,9 @@ export async function insertDaemon(db: Kysely<DB>, organisationId: string, f: Da
     values (${organisationId}, ${f.keyId}, ${f.name}, ${f.version}, ${f.os}, ${f.arch}, ${JSON.stringify(f.capabilities)}::jsonb,
             ${f.networkCidrs}::cidr[], ${JSON.stringify(f.metadata)}::jsonb, ${f.bootId}, ${siteId}, now())
     returning id`.execute(db);
-  return r.rows[0]!.id;
+  const id = r.rows[0]!.id;
+  await logChanges(db, organisationId, 'daemon', [id], 'created');
+  return id;
 }
 
 /** Re-registration: facts refreshed, a new boot id counted as a restart; the site is left alone. */
@@ -60,6 +63,7 @@ export async function updateDaemon(db: Kysely<DB>, organisationId: string, id: s
       restart_count = restart_count + (case when boot_id is distinct from ${f.bootId}::uuid then 1 else 0 end),
       boot_id = ${f.bootId}, last_seen_at = now(), updated_at = now()
     where organisation_id = ${organisationId} and id = ${id}`.execute(db);
+  await logChanges(db, organisationId, 'daemon', [id], 'updated');
 }
 
 /**
@@ -69,11 +73,14 @@ export async function updateDaemon(db: Kysely<DB>, organisationId: string, id: s
 export async function recordHeartbeat(db: Kysely<DB>, organisationId: string, id: string, status: 'online' | 'degraded', loadedSignatures: Record<string, number>, intervalSeconds: number) {
   await sql`
     with prev as (
-      select id, name, offline_since, last_heartbeat_at from daemons where organisation_id = ${organisationId} and id = ${id} for update
+      select id, name, status, offline_since, last_heartbeat_at from daemons where organisation_id = ${organisationId} and id = ${id} for update
     ), updated as (
       update daemons d set status = ${status}, loaded_signatures = ${JSON.stringify(loadedSignatures)}::jsonb, heartbeat_interval_seconds = ${intervalSeconds},
         last_heartbeat_at = now(), last_seen_at = now(), updated_at = now(), offline_since = null
       from prev where d.organisation_id = ${organisationId} and d.id = prev.id
+    ), logged as (
+      -- A change of status, or the end of a quiet episode; not every heartbeat.
+      ${changeSelect('daemon', 'updated', { from: sql`prev`, organisationId: sql`${organisationId}::uuid`, where: sql`prev.status <> ${status} or prev.offline_since is not null` })}
     )
     ${emitSelect('daemon.online', {
       from: sql`prev`,
@@ -102,6 +109,8 @@ export async function markQuietDaemonsOffline(db: Kysely<DB>, at: Date): Promise
       where status = 'online' and offline_since is null
         and coalesce(last_heartbeat_at, registered_at) < ${at}::timestamptz - make_interval(secs => ${DAEMON_QUIET_SECONDS})
       returning organisation_id, id, name, last_heartbeat_at, site_id
+    ), logged as (
+      ${changeSelect('daemon', 'updated', { from: sql`quiet` })}
     ), announced as (
       ${emitSelect('daemon.offline', {
         from: sql`quiet`, organisationId: sql`organisation_id`, subjectId: sql`id`,

@@ -134,6 +134,10 @@ function openPostgres(url: string, opts: DatabaseOptions): Database {
     close: async () => {
       await listener.close();
       await db.destroy();
+      // Kysely ends the pool only if it ever ran a query through it; a process that used the pool
+      // directly (migrations, locks) would otherwise keep idle connections, and stay alive, for
+      // the pool's idle timeout.
+      if (!pool.ended) await pool.end();
     },
   };
 }

@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import { type EventData, canonicalIp } from '@surveyor/contract';
 import type { DB } from '../db/schema.js';
+import { changeSelect } from '../events/changes.js';
 import { emit, emitSelect } from '../events/emit.js';
 
 type Db = Kysely<DB>;
@@ -356,10 +357,19 @@ export async function upsertLagGroups(db: Db, o: string, since: Date, v: { hostI
   );
 }
 
-/** Records the batch on the session: progress, first batch → running, final → completed. Returns the new state. */
+/**
+ * Records the batch on the session: progress, first batch → running, final → completed. Returns
+ * the new state. A change of state or progress (hosts and ports scanned, hosts total) is logged
+ * (scan.updated on the live stream); a batch that moves neither is not.
+ */
 export async function advanceSession(db: Db, o: string, id: string, b: { final: boolean; hostsTotal?: number | undefined; hostsScanned?: number | undefined; portsScanned?: number | undefined; durationMs?: number | undefined }) {
   const r = await rows(
     sql<{ state: string }>`
+      with prev as (
+        -- Locked first (the update joins it): a row the same statement already updated is invisible to FOR UPDATE.
+        select id as prev_id, state as prev_state, hosts_total as prev_total, hosts_scanned as prev_hosts, ports_scanned as prev_ports
+        from scan_sessions where organisation_id = ${o} and id = ${id} for update
+      ), s as (
       update scan_sessions set
         state = case when state in ('completed', 'failed', 'cancelled') then state when ${b.final} then 'completed' else 'running' end,
         started_at = coalesce(started_at, now()), last_batch_at = now(), batches = batches + 1, updated_at = now(),
@@ -368,8 +378,13 @@ export async function advanceSession(db: Db, o: string, id: string, b: { final: 
         hosts_scanned = greatest(hosts_scanned, coalesce(${b.hostsScanned ?? null}::bigint, 0)),
         ports_scanned = greatest(ports_scanned, coalesce(${b.portsScanned ?? null}::bigint, 0)),
         duration_ms = coalesce(${b.durationMs ?? null}::bigint, duration_ms)
-      where organisation_id = ${o} and id = ${id}
-      returning state`,
+      from prev
+      where organisation_id = ${o} and id = prev.prev_id
+      returning id, state, (state, hosts_total, hosts_scanned, ports_scanned) is distinct from (prev_state, prev_total, prev_hosts, prev_ports) as moved
+      ), logged as (
+        ${changeSelect('scan', 'updated', { from: sql`s`, organisationId: sql`${o}::uuid`, where: sql`moved` })}
+      )
+      select state from s`,
     db,
   );
   return r[0]!.state;

@@ -1,6 +1,7 @@
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
+import { logChanges } from '../events/changes.js';
 import { snapshotColumns } from '../snapshots/snapshots.repo.js';
 
 export interface PageArgs {
@@ -163,6 +164,7 @@ export async function insertNetwork(
     .onConflict((oc) => oc.columns(['organisation_id', 'cidr']).doNothing())
     .returning('id')
     .executeTakeFirst();
+  if (row) await logChanges(db, n.organisationId, 'network', [row.id], 'created');
   return row?.id;
 }
 

@@ -1,3 +1,4 @@
+import { changeSelect, logChanges } from '../events/changes.js';
 import { emit, emitSelect } from '../events/emit.js';
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
@@ -36,7 +37,7 @@ export async function supersedeStalled(db: Kysely<DB>, organisationId: string, n
     .returning('id')
     .execute();
   if (rows.length) {
-    await db.insertInto('change_log').values(rows.map((r) => ({ organisation_id: organisationId, entity_type: 'scan', entity_id: r.id, action: 'updated' as const }))).execute();
+    await logChanges(db, organisationId, 'scan', rows.map((r) => r.id), 'updated');
     await emit(db, organisationId, 'scan.failed', rows.map((r) => ({ subjectId: r.id, data: { networkId, reason: 'stalled, superseded by a new scan' } })));
   }
   return rows.map((r) => r.id);
@@ -75,7 +76,9 @@ export async function insertSession(
     insert into scan_sessions (organisation_id, network_id, daemon_id, requested_by_key_id, cidr, exclude_cidrs, top_ports_tcp, top_ports_udp, nmap_enabled, nmap_scripts)
     values (${s.organisationId}, ${s.networkId}, ${s.daemonId}, ${s.keyId}, ${s.cidr}::cidr, ${s.excludeCidrs}::cidr[], ${s.topPortsTcp}, ${s.topPortsUdp}, ${s.nmapEnabled}, ${s.nmapScripts})
     returning id`.execute(db);
-  return r.rows[0]!.id;
+  const id = r.rows[0]!.id;
+  await logChanges(db, s.organisationId, 'scan', [id], 'created');
+  return id;
 }
 
 /** Queues a job for a daemon and notifies it (delivered when the caller's transaction commits). */
@@ -106,6 +109,7 @@ export async function dispatchSession(db: Kysely<DB>, organisationId: string, se
       nmap_enabled = s.nmap_enabled and coalesce((select (d.capabilities->>'nmap')::boolean from daemons d where d.organisation_id = s.organisation_id and d.id = s.daemon_id), false)
     where s.organisation_id = ${organisationId} and s.id = ${sessionId} and s.state = 'queued'
     returning s.cidr::text as cidr, s.exclude_cidrs::text[] as exclude_cidrs, s.top_ports_tcp, s.top_ports_udp, s.nmap_enabled, s.nmap_scripts`.execute(db);
+  if (r.rows[0]) await logChanges(db, organisationId, 'scan', [sessionId], 'updated');
   return r.rows[0];
 }
 
@@ -116,6 +120,7 @@ export async function cancelSession(db: Kysely<DB>, organisationId: string, id: 
     from (select state as previous from scan_sessions where organisation_id = ${organisationId} and id = ${id} for update) old
     where s.organisation_id = ${organisationId} and s.id = ${id} and s.state in ('queued', 'dispatched', 'running', 'stalled')
     returning old.previous, s.daemon_id`.execute(db);
+  if (r.rows[0]) await logChanges(db, organisationId, 'scan', [id], 'updated');
   return r.rows[0];
 }
 
@@ -132,8 +137,15 @@ export async function dueNetworks(db: Kysely<DB>, at: Date): Promise<{ organisat
 
 /** What the scheduler last did with a network (shown as the network's `schedule`). */
 export async function recordScheduleOutcome(db: Kysely<DB>, organisationId: string, networkId: string, at: Date, outcome: 'queued' | 'skipped', detail: string | null) {
-  await sql`update networks set schedule_checked_at = ${at}, schedule_outcome = ${outcome}, schedule_detail = ${detail}
-    where organisation_id = ${organisationId} and id = ${networkId}`.execute(db);
+  // The network changes for its watchers when the outcome does, not at every check (30 s).
+  await sql`
+    with prev as (
+      select id, schedule_outcome, schedule_detail from networks where organisation_id = ${organisationId} and id = ${networkId} for update
+    ), updated as (
+      update networks n set schedule_checked_at = ${at}, schedule_outcome = ${outcome}, schedule_detail = ${detail}
+      from prev where n.organisation_id = ${organisationId} and n.id = prev.id
+    )
+    ${changeSelect('network', 'updated', { from: sql`prev`, organisationId: sql`${organisationId}::uuid`, where: sql`(prev.schedule_outcome, prev.schedule_detail) is distinct from (${outcome}::text, ${detail}::text)` })}`.execute(db);
 }
 
 /**
@@ -151,7 +163,7 @@ export async function markStalledSessions(db: Kysely<DB>, at: Date, quietBatches
              or coalesce(s.last_batch_at, s.started_at, s.dispatched_at, s.created_at) < ${quietBatches})
       returning s.organisation_id, s.id, s.daemon_id, s.network_id
     ), logged as (
-      insert into change_log (organisation_id, entity_type, entity_id, action) select organisation_id, 'scan', id, 'updated' from s
+      ${changeSelect('scan', 'updated', { from: sql`s` })}
     ), announced as (
       ${emitSelect('scan.stalled', { from: sql`s`, organisationId: sql`organisation_id`, subjectId: sql`id`, data: { daemonId: sql`daemon_id`, networkId: sql`network_id` } })}
     )
@@ -162,4 +174,5 @@ export async function markStalledSessions(db: Kysely<DB>, at: Date, quietBatches
 /** Notes that a scan of the network was queued now (the network's `lastScanAt`). */
 export async function touchNetworkScan(db: Kysely<DB>, organisationId: string, networkId: string) {
   await db.updateTable('networks').set({ last_scan_at: new Date() }).where('organisation_id', '=', organisationId).where('id', '=', networkId).execute();
+  await logChanges(db, organisationId, 'network', [networkId], 'updated');
 }

@@ -3,6 +3,7 @@ import { createGzip } from 'node:zlib';
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
+import { logChanges } from '../events/changes.js';
 
 const iso = <C extends string>(column: C) => rfc3339(column).as(column);
 
@@ -38,11 +39,11 @@ export async function countInventory(db: Kysely<DB>, organisationId: string, sit
   return r.rows[0]!;
 }
 
-export function insertSnapshot(
+export async function insertSnapshot(
   db: Kysely<DB>,
   s: { organisationId: string; siteId: string | null; reason: string; stats: Record<string, number>; keyId: string | null; content: SnapshotContent; captureDay?: string },
 ) {
-  return db
+  const row = await db
     .insertInto('snapshots')
     .values({
       organisation_id: s.organisationId, site_id: s.siteId, reason: s.reason, stats: JSON.stringify(s.stats), created_by_key_id: s.keyId,
@@ -50,6 +51,8 @@ export function insertSnapshot(
     })
     .returning(snapshotColumns)
     .executeTakeFirstOrThrow();
+  await logChanges(db, s.organisationId, 'snapshot', [row.id], 'created');
+  return row;
 }
 
 export interface SnapshotContent {

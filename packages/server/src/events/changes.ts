@@ -1,0 +1,25 @@
+import { type Kysely, type RawBuilder, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+
+/**
+ * What the live change stream (GET /api/sse) names: `event: <type>.<action>`. Every state change
+ * of these entities writes a change_log row in the transaction of the change (README, "Live
+ * change stream", lists when); a trigger notifies the streams at commit.
+ */
+export type ChangeType = 'host' | 'service' | 'network' | 'scan' | 'snapshot' | 'daemon' | 'topology' | 'job';
+export type ChangeAction = 'created' | 'updated' | 'deleted';
+
+/** Logs `action` for each id, in the caller's transaction. */
+export async function logChanges(db: Kysely<DB>, organisationId: string, type: ChangeType, ids: readonly string[], action: ChangeAction): Promise<void> {
+  if (ids.length === 0) return;
+  await db.insertInto('change_log').values(ids.map((id) => ({ organisation_id: organisationId, entity_type: type, entity_id: id, action }))).execute();
+}
+
+/**
+ * The same, as a statement to embed in a data-modifying CTE: `logged as (${changeSelect(...)})`,
+ * `from` naming the rows (with `organisation_id` and `id` columns unless told otherwise).
+ */
+export function changeSelect(type: ChangeType, action: ChangeAction, e: { from: RawBuilder<unknown>; organisationId?: RawBuilder<unknown>; id?: RawBuilder<unknown>; where?: RawBuilder<unknown> }): RawBuilder<unknown> {
+  return sql`insert into change_log (organisation_id, entity_type, entity_id, action)
+    select ${e.organisationId ?? sql`organisation_id`}, ${type}, ${e.id ?? sql`id`}, ${action} from ${e.from}${e.where ? sql` where ${e.where}` : sql``}`;
+}
