@@ -1,5 +1,45 @@
 import { z } from 'zod';
 
+/** True when `s` is well-formed Unicode: no lone UTF-16 surrogate (U+D800 to U+DFFF unpaired). */
+export function isWellFormedText(s: string): boolean {
+  return s.isWellFormed();
+}
+
+export const NOT_WELL_FORMED = 'must be well-formed Unicode text (a lone UTF-16 surrogate such as \\uD800 is refused)';
+
+/**
+ * Every text a request takes (bodies, query and path parameters, record keys) is this schema or
+ * built on it: a lone surrogate is refused with 400 `validation_failed` naming the field, since
+ * PostgreSQL can store it neither as text nor as jsonb. A contract test walks every route's
+ * request schemas and names any string that is not built on it.
+ */
+export const Text = z.string().refine(isWellFormedText, NOT_WELL_FORMED);
+
+/** The path, inside `value`, of the first string or key that is not well-formed, or null. */
+export function malformedTextPath(value: unknown): (string | number)[] | null {
+  const stack: { v: unknown; path: (string | number)[] }[] = [{ v: value, path: [] }];
+  while (stack.length > 0) {
+    const { v, path } = stack.pop()!;
+    if (typeof v === 'string') {
+      if (!v.isWellFormed()) return path;
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: [...path, i] });
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        if (!k.isWellFormed()) return [...path, k];
+        stack.push({ v: x, path: [...path, k] });
+      }
+    }
+  }
+  return null;
+}
+
+/** Free-form JSON a request carries (daemon `metadata`, a destination's `config`): its strings and keys well-formed too. */
+export const JsonValue = z.unknown().superRefine((v, ctx) => {
+  const path = malformedTextPath(v);
+  if (path) ctx.addIssue({ code: 'custom', path, message: NOT_WELL_FORMED });
+});
+
 /** Resource ids are UUIDs (spec 2.1). */
 export const Uuid = z.uuid();
 
