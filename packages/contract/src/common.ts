@@ -43,8 +43,28 @@ export const JsonValue = z.unknown().superRefine((v, ctx) => {
 /** Resource ids are UUIDs (spec 2.1). */
 export const Uuid = z.uuid();
 
-/** Every `*At` field: RFC 3339 with an explicit offset, `format: date-time` (spec 2.1). */
-export const Timestamp = z.iso.datetime({ offset: true });
+/** The first and last instants a timestamp may name (see Timestamp). */
+export const TIMESTAMP_MIN = '0100-01-01T00:00:00Z';
+export const TIMESTAMP_MAX = '9999-12-31T23:59:59Z';
+const TIMESTAMP_MIN_MS = Date.parse(TIMESTAMP_MIN);
+const TIMESTAMP_MAX_MS = Date.parse(TIMESTAMP_MAX);
+
+/** True when the RFC 3339 text names an instant from TIMESTAMP_MIN to TIMESTAMP_MAX. */
+export function isStorableTimestamp(t: string): boolean {
+  const ms = Date.parse(t);
+  return ms >= TIMESTAMP_MIN_MS && ms <= TIMESTAMP_MAX_MS;
+}
+
+/**
+ * Every timestamp, in requests and responses: RFC 3339 with an explicit offset, `format:
+ * date-time` (spec 2.1), naming an instant from 0100-01-01T00:00:00Z to 9999-12-31T23:59:59Z. The
+ * bounds are what both drivers store and read back: PostgreSQL has no year 0 (`0000-…` fails);
+ * years 1 to 99 come back from PGlite as 1901 to 1999; and an instant after 9999 (`9999-12-31T23:59:59-14:00`)
+ * cannot be written back with a four-digit year. Outside them: 400 `validation_failed` naming the field.
+ */
+export const Timestamp = z.iso
+  .datetime({ offset: true })
+  .refine(isStorableTimestamp, `must name an instant from ${TIMESTAMP_MIN} to ${TIMESTAMP_MAX}`);
 
 /** The stable problem codes (decisions.md, "Errors"), with the status each is answered with. */
 export const problemCodes = {

@@ -188,15 +188,15 @@ export const ObservedTls = z.object({
   chainPem: z.array(Text.max(20_000)).max(10).optional().describe('PEM certificates, leaf first.'),
   subject: OptText(2000),
   issuer: OptText(2000),
-  notBefore: z.iso.datetime({ offset: true }).optional(),
-  notAfter: z.iso.datetime({ offset: true }).optional(),
+  notBefore: Timestamp.optional(),
+  notAfter: Timestamp.optional(),
   sha256: Text
     .regex(/^(?:[0-9A-Fa-f]{64}|(?:[0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2})$/, 'expected the SHA-256 of the leaf: 64 hex digits, colons allowed between bytes')
     .transform((h) => h.replace(/:/g, '').toLowerCase()),
 }).refine((t) => (t.chainPem?.length ?? 0) > 0 || (t.notBefore !== undefined && t.notAfter !== undefined), 'send chainPem, or notBefore and notAfter');
 
 export const FlowRecord = z.object({
-  bucketStart: z.iso.datetime({ offset: true }),
+  bucketStart: Timestamp.describe('Start of the bucket. A bucket that started more than 30 days ago (the retention) or more than 10 minutes ahead of the server\'s clock is not stored: it is counted in `outOfWindow` of the answer.'),
   srcIp: IpAddressField(),
   dstIp: IpAddressField(),
   dstPort: Port,
@@ -235,13 +235,22 @@ export const ObservationsRequest = z.object({
     .describe('Progress of the scan; required with every batch, `hostsTotal` included.'),
 });
 
+const OutOfWindow = z
+  .number()
+  .int()
+  .describe('Flow records not stored because their bucket is outside the window: started more than 30 days ago (the retention) or more than 10 minutes ahead of the server\'s clock. Never refused: a daemon replaying an old buffer is answered, not stuck.');
+
 export const ObservationsResponse = z.object({
-  accepted: z.number().int().describe('Rows of the batch taken into the inventory.'),
+  accepted: z.number().int().describe('Rows of the batch taken into the inventory (flow records outside the window excluded).'),
   dedupHits: z.number().int().describe('Rows that matched what the inventory already held, changing nothing.'),
+  outOfWindow: OutOfWindow,
 });
 
 export const FlowsRequest = z.object({
   flows: z.array(FlowRecord).max(200_000),
   dropped: z.number().int().min(0).default(0).describe('Buckets the daemon\'s buffer discarded since its last successful delivery; accumulated on the daemon.'),
 });
-export const FlowsResponse = z.object({ accepted: z.number().int().describe('Records stored. A retried delivery (the same body again, for example after a lost answer) is recognised by its digest, stores nothing and answers 0.') });
+export const FlowsResponse = z.object({
+  accepted: z.number().int().describe('Records stored. A retried delivery (the same body again, for example after a lost answer) is recognised by its digest, stores nothing and answers 0.'),
+  outOfWindow: OutOfWindow,
+});

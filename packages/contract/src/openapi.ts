@@ -117,6 +117,7 @@ export function generateOpenApi(routeDefs: readonly RouteDef[], options: OpenApi
       description: [
         'Network inventory control plane: the public inventory API and the daemon protocol.',
         'Anything absent from this document is internal and carries no compatibility promise.',
+        'Text is well-formed Unicode: a lone UTF-16 surrogate in any request string is 400 `validation_failed`. Timestamps are RFC 3339 with an offset and name an instant from 0100-01-01T00:00:00Z to 9999-12-31T23:59:59Z; outside, 400 `validation_failed`.',
         'Errors are RFC 9457 problem details (`application/problem+json`); clients branch on `code`:',
         codes,
       ].join('\n\n'),

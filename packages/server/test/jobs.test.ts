@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config.js';
 import { eventsSince } from '../src/events/events.js';
 import { jobDefinitions } from '../src/main.js';
 import { JobRunner, type JobResult } from '../src/jobs/runner.js';
+import { prepareFlows, storeFlows } from '../src/ingest/flows.js';
 import { takeScheduledSnapshot } from '../src/snapshots/snapshots.service.js';
 import { createLogger } from '../src/logger.js';
 import { daemonHeaders, daemonKey, heartbeat, poll, register } from './daemon-client.js';
@@ -421,7 +422,7 @@ describe('job scan.stall marks running sessions whose daemon stopped reporting s
 
     // The daemon is back: it heartbeats and sends the next batch.
     await heartbeat(t.app, s.daemon.token, s.daemon.id);
-    expect(await ingest(t, s.daemon, smallBatch(sessionId, '10.6.0.2'))).toEqual({ accepted: 2, dedupHits: 0 });
+    expect(await ingest(t, s.daemon, smallBatch(sessionId, '10.6.0.2'))).toEqual({ accepted: 2, dedupHits: 0, outOfWindow: 0 });
     const scan = await getScan(t, s, sessionId);
     expect(scan.state).toBe('running');
     expect(scan.progress.batches).toBe(2);
@@ -668,7 +669,7 @@ describe('job topology.dependencies rebuilds the application topology from the f
   async function postFlows(flows: Json[]) {
     const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: daemonHeaders(daemon.token, daemon.id), payload: { flows, dropped: 0 } });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toEqual({ accepted: flows.length });
+    expect(res.json()).toEqual({ accepted: flows.length, outOfWindow: 0 });
   }
 
   const edges = async () =>
@@ -769,7 +770,7 @@ describe('job topology.dependencies rebuilds the application topology from the f
 
     // A batch that changes nothing in the inventory leaves it ready.
     const again = await ingest(t, daemon, { sessionId, hosts: [{ fingerprint: 'fp-new', hostname: 'new-1' }], ips: [{ hostFingerprint: 'fp-new', address: '10.9.0.99' }], stats: { hostsTotal: 1, hostsScanned: 1 } });
-    expect(again).toEqual({ accepted: 2, dedupHits: 2 });
+    expect(again).toEqual({ accepted: 2, dedupHits: 2, outOfWindow: 0 });
     expect(topologyOf(await applicationTopologies(), dc1).status).toBe('ready');
   });
 
@@ -793,7 +794,10 @@ describe('job topology.dependencies rebuilds the application topology from the f
     const partitions = async () =>
       (await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'flows'::regclass order by 1`.execute(t.database.db)).rows.map((r) => r.name);
     const dayName = (msAgo: number) => `flows_${bucket(msAgo).slice(0, 10).replace(/-/g, '')}`;
-    await postFlows([flow({ bucketStart: bucket(32 * DAY), bytes: 11 }), flow({ bucketStart: bucket(29 * DAY), bytes: 22 })]);
+    // Stored when they were fresh (the API now leaves buckets older than the retention out).
+    const old = await prepareFlows(t.database.db, [flow({ bucketStart: bucket(32 * DAY), bytes: 11 }), flow({ bucketStart: bucket(29 * DAY), bytes: 22 })] as never, 0, now.getTime() - 29 * DAY);
+    expect(old).toMatchObject({ records: 2, outOfWindow: 0 });
+    await t.database.db.transaction().execute((trx) => storeFlows(trx, org.organisationId, daemon.id, old));
     await postFlows([flow({ bucketStart: bucket(2 * HOUR), dstPort: 9999, bytes: 33 })]);
     // One batch digest received 31 days ago, the others now.
     await sql`update flow_batches set received_at = ${ago(now, 31 * DAY)} where organisation_id = ${org.organisationId}
