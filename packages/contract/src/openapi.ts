@@ -1,17 +1,33 @@
 import { z } from 'zod';
 import { Problem, problemCodes } from './common.js';
+import { documentedResponses } from './responses.js';
 import type { RouteDef } from './route-def.js';
 
 export interface OpenApiOptions {
   version: string;
   serverUrl?: string;
+  /** Document the internal routes too (the test suite checks every response against it); never served. */
+  includeInternal?: boolean;
 }
 
 type JsonSchema = Record<string, unknown>;
 
+/**
+ * OpenAPI 3.0.3: `nullable: true` does not admit null into an `enum` that lacks it, so every
+ * nullable enum lists null among its values (zod leaves it out).
+ */
+function nullableEnums(node: unknown): void {
+  if (Array.isArray(node)) return node.forEach(nullableEnums);
+  if (node === null || typeof node !== 'object') return;
+  const o = node as JsonSchema;
+  if (o.nullable === true && Array.isArray(o.enum) && !o.enum.includes(null)) o.enum = [...o.enum, null];
+  for (const v of Object.values(o)) nullableEnums(v);
+}
+
 function toSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
   const out = z.toJSONSchema(schema, { target: 'openapi-3.0', io, unrepresentable: 'any' }) as JsonSchema;
   delete out.$schema;
+  nullableEnums(out);
   return out;
 }
 
@@ -58,29 +74,35 @@ function security(r: RouteDef): unknown[] | undefined {
   }
 }
 
+/** The meaning of a problem status, before its codes. */
+const statusMeanings: Record<number, string> = {
+  400: 'The request is malformed or failed validation; `issues` names the fields',
+  401: 'Missing, unknown, expired or revoked credential',
+  403: 'Authenticated but not permitted',
+  404: 'No such resource in the caller\'s organisation',
+  409: 'Conflicts with the current state',
+  413: 'Body too large',
+  415: 'Body is not JSON, or compressed other than with gzip',
+  429: 'Rate limited; `Retry-After` says when to try again',
+  500: 'Unexpected failure; quote `requestId`',
+  503: 'A dependency (the database) is unavailable; try again shortly',
+};
+
 function responses(r: RouteDef): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [status, schema] of Object.entries(r.response)) {
-    const description = Number(status) < 300 ? 'Success' : `Status ${status}`;
+  for (const [status, { schema, codes }] of documentedResponses(r)) {
+    if (codes.length > 0) {
+      const list = codes.map((c) => `\`${c}\``).join(', ');
+      out[status] = { ...problemResponse(`${statusMeanings[status] ?? `Status ${status}`}. \`code\`: ${list}.`), 'x-problem-codes': codes };
+      continue;
+    }
+    const description = status < 300 ? 'Success' : `Status ${status}`;
     if (schema === null) {
       out[status] = r.produces ? { description, content: { [r.produces]: { schema: { type: 'string' } } } } : { description };
     } else {
       out[status] = { description, content: { [r.produces ?? 'application/json']: { schema: toSchema(schema, 'output') } } };
     }
   }
-  const add = (status: number, description: string) => {
-    out[String(status)] ??= problemResponse(description);
-  };
-  if (r.params || r.querystring || r.body) add(400, 'Validation failed (`validation_failed`, or a query code of spec 7)');
-  if (r.auth.kind !== 'none') add(401, 'Missing, unknown or revoked credential (`unauthorized`)');
-  if (r.auth.kind === 'apiKey') add(403, 'The key or its owner\'s role lacks `requiredScope` (`forbidden`)');
-  if (r.params) add(404, 'No such resource in the caller\'s organisation (`not_found`)');
-  if (r.body) {
-    add(413, 'Body too large (`payload_too_large`)');
-    add(415, 'Body is not JSON (`unsupported_media_type`)');
-  }
-  if (r.rateLimited !== false) add(429, 'Rate limited (`rate_limited`), with `Retry-After`');
-  add(500, 'Unexpected failure (`internal_error`)');
   return out;
 }
 
@@ -88,7 +110,7 @@ function responses(r: RouteDef): Record<string, unknown> {
 export function generateOpenApi(routeDefs: readonly RouteDef[], options: OpenApiOptions): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routeDefs) {
-    if (r.internal) continue;
+    if (r.internal && !options.includeInternal) continue;
     const path = openApiPath(r.url);
     const operation: Record<string, unknown> = {
       operationId: r.operationId,

@@ -47,6 +47,7 @@ export const daemonRoutes = {
     tags: ['daemon'],
     auth: { kind: 'daemon', daemonId: true },
     body: ObservationsRequest,
+    errors: ['session_cancelled'],
     response: { 200: ObservationsResponse },
   }),
   daemonFlows: route({

@@ -65,6 +65,7 @@ export const inventoryWriteRoutes = {
     tags: ['inventory'],
     auth: { kind: 'apiKey', scope: 'inventory:write' },
     body: CreateNetworkRequest,
+    errors: ['not_found', 'duplicate'],
     response: { 201: Network },
   }),
   patchVulnerability: route({
@@ -79,6 +80,7 @@ export const inventoryWriteRoutes = {
     auth: { kind: 'apiKey', scope: 'inventory:write' },
     params: z.object({ id: Uuid }),
     body: PatchVulnerabilityRequest,
+    errors: ['invalid_transition'],
     response: { 200: Vulnerability },
   }),
   createSnapshot: route({
@@ -90,6 +92,7 @@ export const inventoryWriteRoutes = {
     tags: ['inventory'],
     auth: { kind: 'apiKey', scope: 'inventory:write' },
     body: CreateSnapshotRequest,
+    errors: ['not_found'],
     response: { 201: Snapshot },
   }),
 } as const satisfies Record<string, RouteDef>;
