@@ -262,6 +262,18 @@ export function Page<T extends z.ZodType>(item: T) {
   });
 }
 
+/** The page of each collection (named `HostPage`, `ServicePage`… in `/openapi.json`). */
+export const collectionPages = {
+  hosts: Page(Host),
+  services: Page(Service),
+  networks: Page(Network),
+  sites: Page(Site),
+  certificates: Page(Certificate),
+  vulnerabilities: Page(Vulnerability),
+  snapshots: Page(Snapshot),
+  topologies: Page(Topology),
+} as const satisfies Record<CollectionName, z.ZodType>;
+
 // ---------------------------------------------------------------------------------------------
 // Writes (spec 4.3, decisions.md). Strict: an unknown field, organisationId included, is refused.
 

@@ -5,11 +5,10 @@ import {
   CreateNetworkRequest,
   CreateSnapshotRequest,
   Network,
-  Page,
   PatchVulnerabilityRequest,
   Snapshot,
   Vulnerability,
-  collectionItems,
+  collectionPages,
   listQueries,
 } from '../inventory.js';
 import { type RouteDef, route } from '../route-def.js';
@@ -38,7 +37,7 @@ function collectionRoute<const N extends CollectionName>(name: N) {
     auth: { kind: 'apiKey', scope: 'inventory:read' },
     collection: true,
     querystring: listQueries[name] as (typeof listQueries)[N],
-    response: { 200: Page(collectionItems[name] as (typeof collectionItems)[N]) },
+    response: { 200: collectionPages[name] as (typeof collectionPages)[N] },
   });
 }
 
