@@ -8,6 +8,8 @@ export default defineConfig({
   },
   test: {
     include: ['packages/*/test/**/*.test.ts'],
+    // Every response a server test receives is checked against the documented contract.
+    setupFiles: ['packages/server/test/setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Timestamp, Uuid } from './common.js';
+import { Text, Timestamp, Uuid } from './common.js';
 
 /** Roles, weakest first (decisions.md). */
 export const roles = ['viewer', 'editor', 'admin', 'owner'] as const;
@@ -29,8 +29,8 @@ export function scopesForRole(role: Role): Scope[] {
 }
 
 export const LoginRequest = z.strictObject({
-  email: z.string().trim().min(3).max(320),
-  password: z.string().min(1).max(1024),
+  email: Text.trim().min(3).max(320),
+  password: Text.min(1).max(1024),
   organisationId: Uuid.optional().describe('Which of the user\'s organisations to open; defaults to the oldest membership. Only an organisation the user belongs to is accepted.'),
 });
 
@@ -50,8 +50,8 @@ export const SessionInfo = z.object({
 });
 
 export const ChangePasswordRequest = z.strictObject({
-  currentPassword: z.string().min(1).max(1024),
-  newPassword: z.string().min(12, 'at least 12 characters').max(1024),
+  currentPassword: Text.min(1).max(1024),
+  newPassword: Text.min(12, 'at least 12 characters').max(1024),
 });
 
 export const KeyIntrospection = z.object({
@@ -78,7 +78,7 @@ export const ApiKeyInfo = z.object({
 });
 
 export const CreateApiKeyRequest = z.strictObject({
-  name: z.string().trim().min(1).max(200),
+  name: Text.trim().min(1).max(200),
   scopes: z.array(ScopeSchema).min(1).max(10),
   expiresInDays: z.number().int().min(1).max(3650).optional().describe('Absent: the key does not expire.'),
 });

@@ -1,10 +1,70 @@
 import { z } from 'zod';
 
+/** True when `s` is well-formed Unicode: no lone UTF-16 surrogate (U+D800 to U+DFFF unpaired). */
+export function isWellFormedText(s: string): boolean {
+  return s.isWellFormed();
+}
+
+export const NOT_WELL_FORMED = 'must be well-formed Unicode text (a lone UTF-16 surrogate such as \\uD800 is refused)';
+
+/**
+ * Every text a request takes (bodies, query and path parameters, record keys) is this schema or
+ * built on it: a lone surrogate is refused with 400 `validation_failed` naming the field, since
+ * PostgreSQL can store it neither as text nor as jsonb. A contract test walks every route's
+ * request schemas and names any string that is not built on it.
+ */
+export const Text = z.string().refine(isWellFormedText, NOT_WELL_FORMED);
+
+/** The path, inside `value`, of the first string or key that is not well-formed, or null. */
+export function malformedTextPath(value: unknown): (string | number)[] | null {
+  const stack: { v: unknown; path: (string | number)[] }[] = [{ v: value, path: [] }];
+  while (stack.length > 0) {
+    const { v, path } = stack.pop()!;
+    if (typeof v === 'string') {
+      if (!v.isWellFormed()) return path;
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: [...path, i] });
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        if (!k.isWellFormed()) return [...path, k];
+        stack.push({ v: x, path: [...path, k] });
+      }
+    }
+  }
+  return null;
+}
+
+/** Free-form JSON a request carries (daemon `metadata`, a destination's `config`): its strings and keys well-formed too. */
+export const JsonValue = z.unknown().superRefine((v, ctx) => {
+  const path = malformedTextPath(v);
+  if (path) ctx.addIssue({ code: 'custom', path, message: NOT_WELL_FORMED });
+});
+
 /** Resource ids are UUIDs (spec 2.1). */
 export const Uuid = z.uuid();
 
-/** Every `*At` field: RFC 3339 with an explicit offset, `format: date-time` (spec 2.1). */
-export const Timestamp = z.iso.datetime({ offset: true });
+/** The first and last instants a timestamp may name (see Timestamp). */
+export const TIMESTAMP_MIN = '0100-01-01T00:00:00Z';
+export const TIMESTAMP_MAX = '9999-12-31T23:59:59Z';
+const TIMESTAMP_MIN_MS = Date.parse(TIMESTAMP_MIN);
+const TIMESTAMP_MAX_MS = Date.parse(TIMESTAMP_MAX);
+
+/** True when the RFC 3339 text names an instant from TIMESTAMP_MIN to TIMESTAMP_MAX. */
+export function isStorableTimestamp(t: string): boolean {
+  const ms = Date.parse(t);
+  return ms >= TIMESTAMP_MIN_MS && ms <= TIMESTAMP_MAX_MS;
+}
+
+/**
+ * Every timestamp, in requests and responses: RFC 3339 with an explicit offset, `format:
+ * date-time` (spec 2.1), naming an instant from 0100-01-01T00:00:00Z to 9999-12-31T23:59:59Z. The
+ * bounds are what both drivers store and read back: PostgreSQL has no year 0 (`0000-…` fails);
+ * years 1 to 99 come back from PGlite as 1901 to 1999; and an instant after 9999 (`9999-12-31T23:59:59-14:00`)
+ * cannot be written back with a four-digit year. Outside them: 400 `validation_failed` naming the field.
+ */
+export const Timestamp = z.iso
+  .datetime({ offset: true })
+  .refine(isStorableTimestamp, `must name an instant from ${TIMESTAMP_MIN} to ${TIMESTAMP_MAX}`);
 
 /** The stable problem codes (decisions.md, "Errors"), with the status each is answered with. */
 export const problemCodes = {

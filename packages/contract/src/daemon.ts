@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Timestamp, Uuid } from './common.js';
+import { JsonValue, Text, Timestamp, Uuid } from './common.js';
 import { Cidr, IpAddress, NmapSettings } from './inventory.js';
 import { parseCidr } from './net.js';
 
@@ -9,18 +9,18 @@ import { parseCidr } from './net.js';
 export const DaemonStatus = z.enum(['pending', 'online', 'degraded']);
 
 export const RegisterRequest = z.object({
-  name: z.string().trim().min(1).max(200),
-  version: z.string().max(100).default(''),
-  os: z.string().max(100).default(''),
-  arch: z.string().max(100).default(''),
+  name: Text.trim().min(1).max(200),
+  version: Text.max(100).default(''),
+  os: Text.max(100).default(''),
+  arch: Text.max(100).default(''),
   capabilities: z
-    .record(z.string(), z.boolean())
+    .record(Text, z.boolean())
     .default({})
     .describe('Boolean flags, including `ebpf`, `netflow` and `nmap` (whether nmap is installed).'),
   networkCidrs: z.array(Cidr).max(1024).default([]),
   bootId: Uuid.describe('Changes at every daemon start; a change counts a restart.'),
-  siteCode: z.string().trim().min(1).max(100).optional().describe('Binds the daemon to this site (created if no site has the code) on first registration only.'),
-  metadata: z.record(z.string(), z.unknown()).default({}),
+  siteCode: Text.trim().min(1).max(100).optional().describe('Binds the daemon to this site (created if no site has the code) on first registration only.'),
+  metadata: z.record(Text, JsonValue).default({}),
 });
 
 export const RegisterResponse = z.object({
@@ -32,8 +32,8 @@ export const RegisterResponse = z.object({
 });
 
 export const HeartbeatRequest = z.object({
-  status: z.string().max(50).describe('`online` or `degraded`; any other value is recorded as `degraded`.'),
-  loadedSignatures: z.record(z.string(), z.number().int().min(0)).default({}).describe('Counts of loaded signatures, for example `{ core, custom }`.'),
+  status: Text.max(50).describe('`online` or `degraded`; any other value is recorded as `degraded`.'),
+  loadedSignatures: z.record(Text, z.number().int().min(0)).default({}).describe('Counts of loaded signatures, for example `{ core, custom }`.'),
 });
 
 export const HeartbeatResponse = z.object({ status: DaemonStatus, serverTime: Timestamp });
@@ -95,23 +95,22 @@ export const ScanSession = z.object({
 // Observations (spec 4.4, 4.5; decisions.md "Observation elements"). Only the identifying fields
 // are required; an absent field means "not observed", never "erase".
 
-const Text = (max = 1000) => z.string().max(max).optional();
-const Mac = z
-  .string()
+const OptText = (max = 1000) => Text.max(max).optional();
+const Mac = Text
   .regex(/^[0-9A-Fa-f]{2}([:-]?)[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2}){4}$/, 'expected a MAC address such as 00:11:22:33:44:55')
   .transform((m) => m.replace(/[:-]/g, '').toLowerCase().replace(/(..)(?!$)/g, '$1:'));
-const Fingerprint = z.string().min(1).max(200).describe('Daemon-stable host key.');
+const Fingerprint = Text.min(1).max(200).describe('Daemon-stable host key.');
 const Port = z.number().int().min(0).max(65535);
 const Protocol = z.enum(['tcp', 'udp', 'sctp']);
 
 export const ObservedHost = z.object({
   fingerprint: Fingerprint,
-  hostname: Text(255),
-  fqdn: Text(255),
-  vendor: Text(200),
-  os: Text(200),
-  deviceType: Text(100),
-  interfaces: z.array(z.object({ name: z.string().min(1).max(100), mac: Mac.optional(), addresses: z.array(IpAddressField()).max(64).optional() })).max(256).optional(),
+  hostname: OptText(255),
+  fqdn: OptText(255),
+  vendor: OptText(200),
+  os: OptText(200),
+  deviceType: OptText(100),
+  interfaces: z.array(z.object({ name: Text.min(1).max(100), mac: Mac.optional(), addresses: z.array(IpAddressField()).max(64).optional() })).max(256).optional(),
   parentFingerprint: Fingerprint.optional(),
 });
 
@@ -127,7 +126,7 @@ export const ObservedPort = z.object({
   protocol: Protocol,
   number: Port,
   state: z.enum(['open', 'closed', 'filtered']).default('open'),
-  banner: Text(4000),
+  banner: OptText(4000),
 });
 
 export const ObservedService = z.object({
@@ -135,23 +134,23 @@ export const ObservedService = z.object({
   address: IpAddressField(),
   protocol: Protocol,
   port: Port,
-  signatureId: Text(200),
+  signatureId: OptText(200),
   signatureSource: z.enum(['core', 'custom', 'nmap']).optional(),
-  name: Text(100),
-  product: Text(200),
-  vendor: Text(200),
-  version: Text(100),
-  cpe: Text(500),
+  name: OptText(100),
+  product: OptText(200),
+  vendor: OptText(200),
+  version: OptText(100),
+  cpe: OptText(500),
   confidence: z.number().int().min(0).max(100).optional(),
-  evidence: Text(4000),
+  evidence: OptText(4000),
 });
 
 export const ObservedNeighbor = z.object({
   fingerprint: Fingerprint,
-  localInterface: z.string().min(1).max(100),
-  remoteChassisId: z.string().min(1).max(200),
-  remotePortId: Text(200),
-  remoteSystemName: Text(255),
+  localInterface: Text.min(1).max(100),
+  remoteChassisId: Text.min(1).max(200),
+  remotePortId: OptText(200),
+  remoteSystemName: OptText(255),
   managementAddress: IpAddressField().optional(),
   protocol: z.enum(['lldp', 'cdp']).optional().describe('Default lldp when never observed.'),
 });
@@ -159,54 +158,52 @@ export const ObservedNeighbor = z.object({
 export const ObservedVlan = z.object({
   fingerprint: Fingerprint,
   vlanId: z.number().int().min(0).max(4095),
-  name: Text(100),
-  tagged: z.array(z.string().max(100)).max(1024).optional(),
-  untagged: z.array(z.string().max(100)).max(1024).optional(),
+  name: OptText(100),
+  tagged: z.array(Text.max(100)).max(1024).optional(),
+  untagged: z.array(Text.max(100)).max(1024).optional(),
 });
 
 export const ObservedRoute = z.object({
   fingerprint: Fingerprint,
-  destination: z
-    .string()
+  destination: Text
     .max(50)
     .refine((d) => parseCidr(d) !== null, 'expected a CIDR (write the default route as 0.0.0.0/0 or ::/0)')
     .describe('CIDR; host bits may be set (the network is stored).'),
   nextHop: IpAddressField().optional(),
-  interface: Text(100),
+  interface: OptText(100),
   metric: z.number().int().min(0).max(2_147_483_647).optional(),
 });
 
 export const ObservedLagGroup = z.object({
   fingerprint: Fingerprint,
-  name: z.string().min(1).max(100),
+  name: Text.min(1).max(100),
   protocol: z.enum(['lacp', 'static']).optional(),
-  members: z.array(z.string().max(100)).max(64).optional(),
+  members: z.array(Text.max(100)).max(64).optional(),
 });
 
 export const ObservedTls = z.object({
   fingerprint: Fingerprint,
   address: IpAddressField(),
   port: Port,
-  chainPem: z.array(z.string().max(20_000)).max(10).optional().describe('PEM certificates, leaf first.'),
-  subject: Text(2000),
-  issuer: Text(2000),
-  notBefore: z.iso.datetime({ offset: true }).optional(),
-  notAfter: z.iso.datetime({ offset: true }).optional(),
-  sha256: z
-    .string()
+  chainPem: z.array(Text.max(20_000)).max(10).optional().describe('PEM certificates, leaf first.'),
+  subject: OptText(2000),
+  issuer: OptText(2000),
+  notBefore: Timestamp.optional(),
+  notAfter: Timestamp.optional(),
+  sha256: Text
     .regex(/^(?:[0-9A-Fa-f]{64}|(?:[0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2})$/, 'expected the SHA-256 of the leaf: 64 hex digits, colons allowed between bytes')
     .transform((h) => h.replace(/:/g, '').toLowerCase()),
 }).refine((t) => (t.chainPem?.length ?? 0) > 0 || (t.notBefore !== undefined && t.notAfter !== undefined), 'send chainPem, or notBefore and notAfter');
 
 export const FlowRecord = z.object({
-  bucketStart: z.iso.datetime({ offset: true }),
+  bucketStart: Timestamp.describe('Start of the bucket. A bucket that started more than 30 days ago (the retention) or more than 10 minutes ahead of the server\'s clock is not stored: it is counted in `outOfWindow` of the answer.'),
   srcIp: IpAddressField(),
   dstIp: IpAddressField(),
   dstPort: Port,
-  protocol: z.string().min(1).max(20),
+  protocol: Text.min(1).max(20),
   packets: z.number().int().min(0),
   bytes: z.number().int().min(0),
-  source: z.string().min(1).max(50),
+  source: Text.min(1).max(50),
 });
 
 const batch = <T extends z.ZodType>(item: T) => z.array(item).max(100_000).default([]);
@@ -238,13 +235,22 @@ export const ObservationsRequest = z.object({
     .describe('Progress of the scan; required with every batch, `hostsTotal` included.'),
 });
 
+const OutOfWindow = z
+  .number()
+  .int()
+  .describe('Flow records not stored because their bucket is outside the window: started more than 30 days ago (the retention) or more than 10 minutes ahead of the server\'s clock. Never refused: a daemon replaying an old buffer is answered, not stuck.');
+
 export const ObservationsResponse = z.object({
-  accepted: z.number().int().describe('Rows of the batch taken into the inventory.'),
+  accepted: z.number().int().describe('Rows of the batch taken into the inventory (flow records outside the window excluded).'),
   dedupHits: z.number().int().describe('Rows that matched what the inventory already held, changing nothing.'),
+  outOfWindow: OutOfWindow,
 });
 
 export const FlowsRequest = z.object({
   flows: z.array(FlowRecord).max(200_000),
   dropped: z.number().int().min(0).default(0).describe('Buckets the daemon\'s buffer discarded since its last successful delivery; accumulated on the daemon.'),
 });
-export const FlowsResponse = z.object({ accepted: z.number().int().describe('Records stored. A retried delivery (the same body again, for example after a lost answer) is recognised by its digest, stores nothing and answers 0.') });
+export const FlowsResponse = z.object({
+  accepted: z.number().int().describe('Records stored. A retried delivery (the same body again, for example after a lost answer) is recognised by its digest, stores nothing and answers 0.'),
+  outOfWindow: OutOfWindow,
+});

@@ -15,4 +15,5 @@ export * from './notifications.js';
 // Routes: what a route is, then every route (one table per domain), then the OpenAPI document of them.
 export type { HttpMethod, RouteAuth, RouteDef } from './route-def.js';
 export * from './routes.js';
+export * from './responses.js';
 export * from './openapi.js';

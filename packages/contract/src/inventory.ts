@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Timestamp, Uuid } from './common.js';
+import { Text, Timestamp, Uuid } from './common.js';
 import { canonicalIp, parseCidr } from './net.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -39,8 +39,7 @@ export const vulnerabilityPatchMoves: Record<VulnerabilityState, VulnerabilitySt
 const CANONICAL_IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 
 /** An IPv4 or IPv6 address, normalised to its canonical text (one spelling per address). */
-export const IpAddress = z
-  .string()
+export const IpAddress = Text
   .max(64)
   .transform((s, ctx) => {
     // Fast path: most addresses a daemon sends are already canonical IPv4 (flow batches carry
@@ -55,8 +54,7 @@ export const IpAddress = z
   });
 
 /** A CIDR whose host bits are zero: refused, never truncated (spec 2.3). */
-export const Cidr = z
-  .string()
+export const Cidr = Text
   .superRefine((s, ctx) => {
     const c = parseCidr(s);
     if (!c) ctx.addIssue({ code: 'custom', message: 'expected a CIDR such as 10.0.0.0/16 or 2001:db8::/48' });
@@ -220,15 +218,14 @@ export const Topology = z.object({
 // Collection queries (spec 2.2, 4.1). Strict: an unknown parameter is refused, naming these.
 
 const limit = z.coerce.number().int().min(1).max(500).default(50).describe('Page size, 1 to 500 (default 50). Out of range is refused, not clamped.');
-const cursor = z.string().min(1).max(512).optional().describe('`nextCursor` of the previous page.');
+const cursor = Text.min(1).max(512).optional().describe('`nextCursor` of the previous page.');
 const page = { limit, cursor };
 
 export const listQueries = {
   hosts: z.strictObject({
     ...page,
     siteId: Uuid.optional(),
-    search: z
-      .string()
+    search: Text
       .trim()
       .min(2, 'search needs at least 2 characters')
       .max(255)
@@ -265,11 +262,23 @@ export function Page<T extends z.ZodType>(item: T) {
   });
 }
 
+/** The page of each collection (named `HostPage`, `ServicePage`… in `/openapi.json`). */
+export const collectionPages = {
+  hosts: Page(Host),
+  services: Page(Service),
+  networks: Page(Network),
+  sites: Page(Site),
+  certificates: Page(Certificate),
+  vulnerabilities: Page(Vulnerability),
+  snapshots: Page(Snapshot),
+  topologies: Page(Topology),
+} as const satisfies Record<CollectionName, z.ZodType>;
+
 // ---------------------------------------------------------------------------------------------
 // Writes (spec 4.3, decisions.md). Strict: an unknown field, organisationId included, is refused.
 
 export const CreateNetworkRequest = z.strictObject({
-  name: z.string().trim().min(1).max(200),
+  name: Text.trim().min(1).max(200),
   cidr: Cidr,
   siteId: Uuid.optional(),
   scanIntervalMinutes: z.number().int().min(15).max(10080).optional().describe('15 to 10080; absent: never scheduled.'),
@@ -281,7 +290,7 @@ export const CreateNetworkRequest = z.strictObject({
 
 export const PatchVulnerabilityRequest = z.strictObject({
   state: VulnerabilityState,
-  note: z.string().max(2000).optional(),
+  note: Text.max(2000).optional(),
 });
 
 /** Every field is optional, so the body may be left out entirely. */

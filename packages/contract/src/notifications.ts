@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Timestamp, Uuid } from './common.js';
+import { JsonValue, NOT_WELL_FORMED, Text, Timestamp, Uuid, isWellFormedText } from './common.js';
 import { EventKind, EventPayload, EventSeverity, defaultDestinationEvents, eventKinds } from './events.js';
 
 // Events, notification destinations and deliveries (spec 6, decisions.md "Events and alerts").
@@ -15,16 +15,16 @@ export const EventListQuery = z.object({
   kind: EventKind.optional(),
 });
 
-const Name = z.string().trim().min(1).max(200);
+const Name = Text.trim().min(1).max(200);
 const HttpUrl = z
   .url({ protocol: /^https?$/ })
   .max(2000)
+  .refine(isWellFormedText, NOT_WELL_FORMED)
   .describe('http or https URL.');
 
 export const WebhookConfig = z.object({
   url: HttpUrl,
-  secret: z
-    .string()
+  secret: Text
     .min(16)
     .max(200)
     .optional()
@@ -32,12 +32,12 @@ export const WebhookConfig = z.object({
 });
 export const SlackConfig = z.object({ url: HttpUrl.describe('The Slack (or compatible) incoming-webhook URL. It is a secret: stored encrypted, shown redacted.') });
 export const EmailConfig = z.object({
-  host: z.string().trim().min(1).max(255),
+  host: Text.trim().min(1).max(255),
   port: z.number().int().min(1).max(65535).default(587),
   secure: z.boolean().default(false).describe('TLS from the first byte (port 465). False: STARTTLS when the server offers it.'),
   requireTls: z.boolean().default(false).describe('Refuse to send unless STARTTLS succeeds.'),
-  username: z.string().max(320).optional(),
-  password: z.string().max(1000).optional().describe('Stored encrypted, never shown. Kept when absent on update.'),
+  username: Text.max(320).optional(),
+  password: Text.max(1000).optional().describe('Stored encrypted, never shown. Kept when absent on update.'),
   from: z.email(),
   to: z.array(z.email()).min(1).max(50),
 });
@@ -61,7 +61,7 @@ export const CreateDestinationRequest = z.discriminatedUnion('kind', [
 
 export const UpdateDestinationRequest = z.strictObject({
   name: Name.optional(),
-  config: z.record(z.string(), z.unknown()).optional().describe('The whole configuration of the destination\'s kind (as on create); secrets left out are kept.'),
+  config: z.record(Text, JsonValue).optional().describe('The whole configuration of the destination\'s kind (as on create); secrets left out are kept.'),
   ...RoutingFields,
 });
 

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Role, Scope } from './auth.js';
+import type { ProblemCode } from './common.js';
 
 /** Who may call a route. The server enforces it; the OpenAPI document states it. */
 export type RouteAuth =
@@ -34,6 +35,12 @@ export interface RouteDef {
   body?: z.ZodType;
   /** Status → body schema; `null` for an empty body. */
   response: Record<number, z.ZodType | null>;
+  /**
+   * Problem codes only this route answers (its own 404s and 409s, for example). The codes every
+   * route of its kind answers (validation, credentials, CSRF, body limits, rate limits, 500, 503)
+   * are added by `documentedResponses`; together they are every status the route can answer.
+   */
+  errors?: readonly ProblemCode[];
   /** A collection read: query errors answer unknown_parameter / limit_out_of_range / invalid_filter (spec 4.1). */
   collection?: boolean;
   /** False exempts the route from rate limits (health only, decisions.md). */

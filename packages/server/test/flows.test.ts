@@ -6,6 +6,10 @@ import * as admin from '../src/admin/admin.service.js';
 import { type SeededOrg, type TestApp, bearer, buildTestApp, seedOrg } from './helpers.js';
 import { addHost, addService } from './fixtures.js';
 
+// Days before today: flow buckets are stored only inside the 30-day window.
+const day = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
+const [d18, d19, d20, d21] = [day(7), day(6), day(5), day(4)];
+
 describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
   let t: TestApp;
   let org: SeededOrg;
@@ -26,7 +30,7 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
   });
   afterAll(() => t.close());
 
-  const flow = (over: Record<string, unknown> = {}) => ({ bucketStart: '2026-11-20T10:00:00Z', srcIp: '10.0.0.20', dstIp: '10.0.0.10', dstPort: 443, protocol: 'tcp', packets: 10, bytes: 5000, source: 'ebpf', ...over });
+  const flow = (over: Record<string, unknown> = {}) => ({ bucketStart: `${d20}T10:00:00Z`, srcIp: '10.0.0.20', dstIp: '10.0.0.10', dstPort: 443, protocol: 'tcp', packets: 10, bytes: 5000, source: 'ebpf', ...over });
   const stored = async () =>
     (await sql<{ src_host_id: string | null; dst_host_id: string | null; dst_service_id: string | null; dst_port: number; bytes: number }>`
       select src_host_id, dst_host_id, dst_service_id, dst_port, bytes::int as bytes from flows_resolved where organisation_id = ${org.organisationId} order by bucket_start, dst_port, bytes`.execute(t.database.db)).rows;
@@ -34,10 +38,10 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
   it('stores each record, resolved to the inventory by (dstIp, dstPort) and by source address, unknown peers with null ids', async () => {
     const res = await t.app.inject({
       method: 'POST', url: '/api/v1/daemon/flows', headers,
-      payload: { flows: [flow(), flow({ dstPort: 8080, bytes: 100 }), flow({ srcIp: '192.0.2.99', dstIp: '2001:db8::10', bucketStart: '2026-11-21T23:59:00Z', bytes: 7 }), flow({ dstIp: '198.51.100.1', bytes: 1, bucketStart: '2026-11-19T00:00:00+02:00' })], dropped: 0 },
+      payload: { flows: [flow(), flow({ dstPort: 8080, bytes: 100 }), flow({ srcIp: '192.0.2.99', dstIp: '2001:db8::10', bucketStart: `${d21}T23:59:00Z`, bytes: 7 }), flow({ dstIp: '198.51.100.1', bytes: 1, bucketStart: `${d19}T00:00:00+02:00` })], dropped: 0 },
     });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toEqual({ accepted: 4 });
+    expect(res.json()).toEqual({ accepted: 4, outOfWindow: 0 });
     const rows = await stored();
     expect(rows).toEqual(expect.arrayContaining([
       { src_host_id: client, dst_host_id: web, dst_service_id: https, dst_port: 443, bytes: 5000 },
@@ -49,22 +53,22 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
 
   it('never stores a retried delivery twice', async () => {
     const before = (await stored()).length;
-    const batch = { flows: [flow({ bucketStart: '2026-11-20T11:00:00Z' }), flow({ bucketStart: '2026-11-20T11:01:00Z' })] };
-    expect((await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: batch })).json()).toEqual({ accepted: 2 });
-    expect((await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: batch })).json()).toEqual({ accepted: 0 });
+    const batch = { flows: [flow({ bucketStart: `${d20}T11:00:00Z` }), flow({ bucketStart: `${d20}T11:01:00Z` })] };
+    expect((await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: batch })).json()).toEqual({ accepted: 2, outOfWindow: 0 });
+    expect((await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: batch })).json()).toEqual({ accepted: 0, outOfWindow: 0 });
     expect((await stored()).length).toBe(before + 2);
   });
 
   it('stores a retried delivery once even when the two copies arrive at the same time', async () => {
     const before = (await stored()).length;
-    const batch = { flows: [flow({ bucketStart: '2026-11-20T14:00:00Z' }), flow({ bucketStart: '2026-11-20T14:01:00Z' }), flow({ bucketStart: '2026-11-20T14:02:00Z' })] };
+    const batch = { flows: [flow({ bucketStart: `${d20}T14:00:00Z` }), flow({ bucketStart: `${d20}T14:01:00Z` }), flow({ bucketStart: `${d20}T14:02:00Z` })] };
     const answers = await Promise.all([1, 2].map(() => t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: batch })));
     expect(answers.map((a) => a.json().accepted).sort()).toEqual([0, 3]);
     expect((await stored()).length).toBe(before + 3);
   });
 
   it('resolves a flow stored before its host was known, once a scan has found the host', async () => {
-    const batch = { flows: [flow({ bucketStart: '2026-11-20T15:00:00Z', srcIp: '10.0.0.20', dstIp: '10.0.0.77', dstPort: 22 })] };
+    const batch = { flows: [flow({ bucketStart: `${d20}T15:00:00Z`, srcIp: '10.0.0.20', dstIp: '10.0.0.77', dstPort: 22 })] };
     await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: batch });
     const resolved = async () =>
       (await sql<{ dst_host_id: string | null; dst_service_id: string | null }>`
@@ -77,22 +81,22 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
 
   it('stores protocol and source names holding quotes, backslashes and commas exactly as sent', async () => {
     const odd = 'a"b\\c,{d} NULL';
-    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [flow({ bucketStart: '2026-11-20T16:00:00Z', protocol: 'X"Y', source: odd })] } });
-    expect(res.json()).toEqual({ accepted: 1 });
-    const row = (await sql<{ protocol: string; source: string }>`select protocol, source from flows where organisation_id = ${org.organisationId} and bucket_start = '2026-11-20T16:00:00Z'`.execute(t.database.db)).rows;
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [flow({ bucketStart: `${d20}T16:00:00Z`, protocol: 'X"Y', source: odd })] } });
+    expect(res.json()).toEqual({ accepted: 1, outOfWindow: 0 });
+    const row = (await sql<{ protocol: string; source: string }>`select protocol, source from flows where organisation_id = ${org.organisationId} and bucket_start = ${`${d20}T16:00:00Z`}::timestamptz`.execute(t.database.db)).rows;
     expect(row).toEqual([{ protocol: 'x"y', source: odd }]);
   });
 
   it('keeps records in daily partitions', async () => {
     const parts = await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent where p.relname = 'flows' order by 1`.execute(t.database.db);
-    expect(parts.rows.map((r) => r.name)).toEqual(expect.arrayContaining(['flows_20261118', 'flows_20261120', 'flows_20261121']));
+    expect(parts.rows.map((r) => r.name)).toEqual(expect.arrayContaining([`flows_${d18.replace(/-/g, '')}`, `flows_${d20.replace(/-/g, '')}`, `flows_${d21.replace(/-/g, '')}`]));
   });
 
   it('accumulates dropped on the daemon, once per delivery of records and at each delivery of dropped alone', async () => {
     const before = Number((await t.database.db.selectFrom('daemons').select('flows_dropped').where('id', '=', daemonId).executeTakeFirstOrThrow()).flows_dropped);
     await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [], dropped: 5 } });
     await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [], dropped: 5 } });
-    const withRecords = { flows: [flow({ bucketStart: '2026-11-20T17:00:00Z' })], dropped: 7 };
+    const withRecords = { flows: [flow({ bucketStart: `${d20}T17:00:00Z` })], dropped: 7 };
     await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: withRecords });
     await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: withRecords }); // a retry
     const d = await t.database.db.selectFrom('daemons').select('flows_dropped').where('id', '=', daemonId).executeTakeFirstOrThrow();
@@ -100,10 +104,10 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
   });
 
   it('accepts a gzip body and refuses an unsupported encoding with 415', async () => {
-    const body = gzipSync(JSON.stringify({ flows: [flow({ bucketStart: '2026-11-20T12:00:00Z' })] }));
+    const body = gzipSync(JSON.stringify({ flows: [flow({ bucketStart: `${d20}T12:00:00Z` })] }));
     const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...headers, 'content-type': 'application/json', 'content-encoding': 'gzip' }, payload: body });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toEqual({ accepted: 1 });
+    expect(res.json()).toEqual({ accepted: 1, outOfWindow: 0 });
     const br = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...headers, 'content-type': 'application/json', 'content-encoding': 'br' }, payload: body });
     expect(br.statusCode).toBe(415);
     expect(br.json().code).toBe('unsupported_media_type');
@@ -111,7 +115,7 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
 
   it('refuses a malformed record with 400 naming the field, storing nothing of the batch', async () => {
     const before = (await stored()).length;
-    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [flow({ bucketStart: '2026-11-20T13:00:00Z' }), flow({ dstPort: 70000 })] } });
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [flow({ bucketStart: `${d20}T13:00:00Z` }), flow({ dstPort: 70000 })] } });
     expect(res.statusCode).toBe(400);
     expect(res.json().issues.map((i: { path: string }) => i.path)).toContain('body.flows.1.dstPort');
     expect((await stored()).length).toBe(before);
@@ -128,10 +132,10 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
   });
 
   it('drops __proto__ and constructor keys of a batch (validation keeps known fields only): nothing is polluted', async () => {
-    const record = JSON.stringify(flow({ bucketStart: '2026-11-20T18:00:00Z' })).replace(/^\{/, '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}},');
+    const record = JSON.stringify(flow({ bucketStart: `${d20}T18:00:00Z` })).replace(/^\{/, '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}},');
     const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...headers, 'content-type': 'application/json' }, payload: `{"flows":[${record}],"__proto__":{"polluted":true}}` });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toEqual({ accepted: 1 });
+    expect(res.json()).toEqual({ accepted: 1, outOfWindow: 0 });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 

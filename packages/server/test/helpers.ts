@@ -7,6 +7,7 @@ import { type Database, openDatabase } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
 import { buildWebApp } from '../src/main.js';
 import { createLogger } from '../src/logger.js';
+import { installContractCheck } from './contract-check.js';
 
 /** PostgreSQL when TEST_DATABASE_URL is set (CI), else an in-memory PGlite. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
@@ -65,6 +66,7 @@ export async function buildTestApp(opts: { env?: Record<string, string>; testDb?
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
   const secretKey = randomBytes(32);
   const app = await buildWebApp({ config, database: testDb.database, logger, secretKey });
+  installContractCheck(app);
   if (opts.ready !== false) await app.ready();
   return {
     app,

@@ -42,19 +42,21 @@ interface Server {
       SERVICE_SECRET_KEY: randomBytes(32).toString('hex'),
       SERVICE_PORT: '0',
       SERVICE_JOBS_IN_WEB: 'false',
-      SERVICE_LOG_LEVEL: 'warn',
+      SERVICE_LOG_LEVEL: 'info', // the `listening on` record is at info
       SERVICE_RATE_LIMIT_DAEMON_PER_MINUTE: '1000000',
     });
 
     async function startServer(): Promise<Server> {
       const child = spawn(process.execPath, [bin, 'serve'], { cwd: root, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
-      child.stdout!.on('data', (d) => (out += d));
-      child.stderr!.on('data', (d) => (out += d));
+      // Only until it listens: the request log of a large run need not be kept.
+      const take = (d: Buffer) => void (out.length < 1_000_000 && (out += d));
+      child.stdout!.on('data', take);
+      child.stderr!.on('data', take);
       const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)));
       const until = Date.now() + 20_000;
       let m: RegExpExecArray | null = null;
-      while (!(m = /listening on (http:\/\/\S+)/.exec(out)) && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
+      while (!(m = /listening on (http:\/\/[^\s"]+)/.exec(out)) && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
       if (!m) throw new Error(`the server did not start:\n${out}`);
       return { child, base: m[1]!, exited };
     }

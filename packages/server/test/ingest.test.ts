@@ -197,7 +197,7 @@ describe('a batch of observations builds the inventory (spec 4.5; decisions.md "
 
     const sha = hex64();
     const batch = fullBatch(sessionId, sha);
-    expect(await ingest(t, s.daemon, batch)).toEqual({ accepted: rowsOf(batch), dedupHits: 0 });
+    expect(await ingest(t, s.daemon, batch)).toEqual({ accepted: rowsOf(batch), dedupHits: 0, outOfWindow: 0 });
 
     const running = await getScan(t, s, sessionId);
     expect(running).toMatchObject({ state: 'running', startedAt: expect.any(String), finishedAt: null, progress: { hostsTotal: 4, hostsScanned: 1, portsScanned: 3, batches: 1, percent: 25 } });
@@ -256,7 +256,7 @@ describe('a batch of observations builds the inventory (spec 4.5; decisions.md "
     ]);
 
     // The final batch completes the session.
-    expect(await ingest(t, s.daemon, { sessionId, final: true, stats: { hostsTotal: 4, hostsScanned: 4, portsScanned: 12 } })).toEqual({ accepted: 0, dedupHits: 0 });
+    expect(await ingest(t, s.daemon, { sessionId, final: true, stats: { hostsTotal: 4, hostsScanned: 4, portsScanned: 12 } })).toEqual({ accepted: 0, dedupHits: 0, outOfWindow: 0 });
     const done = await getScan(t, s, sessionId);
     expect(done).toMatchObject({ state: 'completed', finishedAt: expect.any(String), progress: { hostsTotal: 4, hostsScanned: 4, portsScanned: 12, batches: 2, percent: 100 } });
     expect(Date.parse(done.finishedAt)).toBeGreaterThanOrEqual(Date.parse(done.startedAt));
@@ -271,7 +271,7 @@ describe('a batch of observations builds the inventory (spec 4.5; decisions.md "
       ports: ports.map((number) => ({ fingerprint: 'fp-a', address: '10.2.0.5', protocol: 'tcp', number })),
       services: ports.map((port) => ({ fingerprint: 'fp-a', address: '10.2.0.5', protocol: 'tcp', port, name: `svc-${port}` })),
     };
-    expect(await ingest(t, s.daemon, batch)).toEqual({ accepted: 8, dedupHits: 0 });
+    expect(await ingest(t, s.daemon, batch)).toEqual({ accepted: 8, dedupHits: 0, outOfWindow: 0 });
     expect((await list(t, s, 'services')).map((x) => x.name).sort()).toEqual(['svc-22', 'svc-443', 'svc-80', 'svc-8443']);
   });
 
@@ -283,14 +283,14 @@ describe('a batch of observations builds the inventory (spec 4.5; decisions.md "
     const canonical = await canonicalInventory(t, s);
     const raw = await rawInventory(t, s);
 
-    for (let i = 0; i < 2; i++) expect(await ingest(t, s.daemon, batch)).toEqual({ accepted: rowsOf(batch), dedupHits: rowsOf(batch) });
+    for (let i = 0; i < 2; i++) expect(await ingest(t, s.daemon, batch)).toEqual({ accepted: rowsOf(batch), dedupHits: rowsOf(batch), outOfWindow: 0 });
     expect(await canonicalInventory(t, s)).toEqual(canonical);
     expect(await rawInventory(t, s)).toEqual(raw);
 
     // Also once the session is completed: a repeated batch is accepted and all of it counted as hits.
     // The session's own completion and progress are the only changes (scan.updated on the live stream).
-    expect(await ingest(t, s.daemon, { sessionId, final: true })).toEqual({ accepted: 0, dedupHits: 0 });
-    expect(await ingest(t, s.daemon, { ...batch, final: true })).toEqual({ accepted: rowsOf(batch), dedupHits: rowsOf(batch) });
+    expect(await ingest(t, s.daemon, { sessionId, final: true })).toEqual({ accepted: 0, dedupHits: 0, outOfWindow: 0 });
+    expect(await ingest(t, s.daemon, { ...batch, final: true })).toEqual({ accepted: rowsOf(batch), dedupHits: rowsOf(batch), outOfWindow: 0 });
     const after = await rawInventory(t, s);
     expect(after.changeLog.slice(0, raw.changeLog.length)).toEqual(raw.changeLog);
     expect(new Set(after.changeLog.slice(raw.changeLog.length).map((c) => `${c.entity_type}.${c.action} ${c.entity_id}`))).toEqual(new Set([`scan.updated ${sessionId}`]));
@@ -309,7 +309,7 @@ describe('a batch of observations builds the inventory (spec 4.5; decisions.md "
       payload: gzipSync(Buffer.from(JSON.stringify(batch))),
     });
     expect(gz.statusCode, gz.body).toBe(200);
-    expect(gz.json()).toEqual({ accepted: rowsOf(batch), dedupHits: 0 });
+    expect(gz.json()).toEqual({ accepted: rowsOf(batch), dedupHits: 0, outOfWindow: 0 });
     expect((await list(t, s, 'hosts')).map((h) => h.hostname).sort()).toEqual(['core-rtr-1', 'web-1']);
     expect(await list(t, s, 'services')).toHaveLength(3);
 
@@ -378,10 +378,10 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
   it('answers an identical batch of the same session at once as all dedupHits, but applies one that differs in any field', async () => {
     const sc = await scanningOrg(t);
     const sessionId = await startSession(t, sc, await createNetwork(t, sc, '10.3.0.0/16'));
-    expect(await ingest(t, sc.daemon, small(sessionId))).toEqual({ accepted: 3, dedupHits: 0 });
-    expect(await ingest(t, sc.daemon, small(sessionId))).toEqual({ accepted: 3, dedupHits: 3 });
+    expect(await ingest(t, sc.daemon, small(sessionId))).toEqual({ accepted: 3, dedupHits: 0, outOfWindow: 0 });
+    expect(await ingest(t, sc.daemon, small(sessionId))).toEqual({ accepted: 3, dedupHits: 3, outOfWindow: 0 });
     const renamed = small(sessionId, { hosts: [{ fingerprint: 'fp-x', hostname: 'x-renamed' }] });
-    expect(await ingest(t, sc.daemon, renamed)).toEqual({ accepted: 3, dedupHits: 2 });
+    expect(await ingest(t, sc.daemon, renamed)).toEqual({ accepted: 3, dedupHits: 2, outOfWindow: 0 });
     const hosts = await t.database.db.selectFrom('hosts').select('hostname').where('organisation_id', '=', sc.org.organisationId).execute();
     expect(hosts.map((h) => h.hostname)).toEqual(['x-renamed']);
     expect(await count(t, 'scan_batches', sc.org.organisationId)).toBe(2);
@@ -392,8 +392,8 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
     const sessionId = await startSession(t, sc, await createNetwork(t, sc, '10.3.0.0/16'));
     const flows = [{ bucketStart: new Date(Date.now() - 60_000).toISOString(), srcIp: '10.3.0.50', dstIp: '10.3.0.9', dstPort: 22, protocol: 'tcp', packets: 3, bytes: 300, source: 'ebpf' }];
     const first = await ingest(t, sc.daemon, small(sessionId, { flows }));
-    expect(first).toEqual({ accepted: 4, dedupHits: 0 });
-    expect(await ingest(t, sc.daemon, small(sessionId, { flows }))).toEqual({ accepted: 4, dedupHits: 4 });
+    expect(first).toEqual({ accepted: 4, dedupHits: 0, outOfWindow: 0 });
+    expect(await ingest(t, sc.daemon, small(sessionId, { flows }))).toEqual({ accepted: 4, dedupHits: 4, outOfWindow: 0 });
     const stored = (await sql<{ dst_host_id: string | null; dst_service_id: string | null }>`select dst_host_id, dst_service_id from flows_resolved where organisation_id = ${sc.org.organisationId}`.execute(t.database.db)).rows;
     expect(stored).toHaveLength(1);
     expect(stored[0]!.dst_host_id).not.toBeNull();
@@ -405,16 +405,20 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
     const org = sc.org.organisationId;
     const sessionId = await startSession(t, sc, await createNetwork(t, sc, '10.3.0.0/16'));
     const flow = (bucketStart: string) => ({ bucketStart, srcIp: '10.3.0.50', dstIp: '10.3.0.9', dstPort: 22, protocol: 'tcp', packets: 3, bytes: 300, source: 'ebpf' });
+    // A day inside the 30-day window that no other test writes flows for.
+    const day = new Date(Date.now() - 20 * 86_400_000).toISOString().slice(0, 10);
+    const next = new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+    const partition = `flows_${day.replace(/-/g, '')}`;
     // A day the daemon already delivered flows for, whose partition an operator then detached to
     // archive it: the partition exists, so ingest does not create it again, and the flows table
     // has no partition left for that day's rows. A real refusal by the database, mid-batch.
-    const delivered = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: daemonHeaders(sc.daemon.token, sc.daemon.id), payload: { flows: [flow('2031-03-07T09:00:00Z')] } });
+    const delivered = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: daemonHeaders(sc.daemon.token, sc.daemon.id), payload: { flows: [flow(`${day}T09:00:00Z`)] } });
     expect(delivered.statusCode, delivered.body).toBe(200);
-    await sql`alter table flows detach partition flows_20310307`.execute(t.database.db);
+    await sql.raw(`alter table flows detach partition ${partition}`).execute(t.database.db);
     const events = await count(t, 'events', org);
     const changes = await count(t, 'change_log', org); // the daemon's, the network's and the session's so far
 
-    const batch = small(sessionId, { flows: [flow('2031-03-07T10:00:00Z')] });
+    const batch = small(sessionId, { flows: [flow(`${day}T10:00:00Z`)] });
     const res = await observe(t, sc.daemon, batch);
     expect(res.statusCode, res.body).toBe(500);
     expect(res.json().code).toBe('internal_error');
@@ -425,8 +429,8 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
     expect(await getScan(t, sc, sessionId)).toMatchObject({ state: 'dispatched', startedAt: null, progress: { batches: 0 } });
 
     // Once the day is back, the same batch is taken whole: the failed attempt left no digest that would make it a replay.
-    await sql`alter table flows attach partition flows_20310307 for values from ('2031-03-07T00:00:00Z') to ('2031-03-08T00:00:00Z')`.execute(t.database.db);
-    expect(await ingest(t, sc.daemon, batch)).toEqual({ accepted: 4, dedupHits: 0 });
+    await sql.raw(`alter table flows attach partition ${partition} for values from ('${day}T00:00:00Z') to ('${next}T00:00:00Z')`).execute(t.database.db);
+    expect(await ingest(t, sc.daemon, batch)).toEqual({ accepted: 4, dedupHits: 0, outOfWindow: 0 });
     expect(await count(t, 'hosts', org)).toBe(1);
     expect(await count(t, 'flow_batches', org)).toBe(2);
   });
@@ -469,10 +473,10 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
     const s = await scanningOrg(t);
     const sessionId = await startSession(t, s, await createNetwork(t, s, '10.3.0.0/24'));
     const batch = small(sessionId, { final: true, stats: { hostsTotal: 1, hostsScanned: 1 } });
-    expect(await ingest(t, s.daemon, batch)).toEqual({ accepted: 3, dedupHits: 0 });
+    expect(await ingest(t, s.daemon, batch)).toEqual({ accepted: 3, dedupHits: 0, outOfWindow: 0 });
     const done = await getScan(t, s, sessionId);
     expect(done.state).toBe('completed');
-    expect(await ingest(t, s.daemon, batch)).toEqual({ accepted: 3, dedupHits: 3 });
+    expect(await ingest(t, s.daemon, batch)).toEqual({ accepted: 3, dedupHits: 3, outOfWindow: 0 });
     const again = await getScan(t, s, sessionId);
     expect(again).toMatchObject({ state: 'completed', finishedAt: done.finishedAt, progress: { percent: 100 } });
   });
@@ -493,7 +497,7 @@ describe('which sessions may take a batch (decisions.md "Scan sessions")', () =>
     expect(await count(t, 'hosts', s.org.organisationId)).toBe(0);
     expect(await getScan(t, s, sessionId)).toMatchObject({ state: 'dispatched', progress: { hostsTotal: null, batches: 0 } });
     // Zero is a count like any other (a sweep that found nothing).
-    expect(await ingest(t, s.daemon, small(sessionId, { stats: { hostsTotal: 0 } }))).toEqual({ accepted: 3, dedupHits: 0 });
+    expect(await ingest(t, s.daemon, small(sessionId, { stats: { hostsTotal: 0 } }))).toEqual({ accepted: 3, dedupHits: 0, outOfWindow: 0 });
     expect((await getScan(t, s, sessionId)).progress).toMatchObject({ hostsTotal: 0, batches: 1 });
   });
 
@@ -1159,7 +1163,7 @@ describe('text with the NUL character, which PostgreSQL cannot store (issue 4; s
     const hosts = await sql<{ n: number }>`select count(*)::int as n from hosts where organisation_id = ${s.org.organisationId}`.execute(t.database.db);
     expect(hosts.rows[0]!.n).toBe(0);
     // The same batch without it is taken.
-    expect(await ingest(t, s.daemon, { sessionId, hosts: [{ fingerprint: 'fp-ok', hostname: 'fine' }, { fingerprint: 'fp-nul', hostname: 'ab' }] })).toEqual({ accepted: 2, dedupHits: 0 });
+    expect(await ingest(t, s.daemon, { sessionId, hosts: [{ fingerprint: 'fp-ok', hostname: 'fine' }, { fingerprint: 'fp-nul', hostname: 'ab' }] })).toEqual({ accepted: 2, dedupHits: 0, outOfWindow: 0 });
   });
 
   it('does not mistake an escaped backslash before "u0000" for a NUL', async () => {

@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config.js';
 import { eventsSince } from '../src/events/events.js';
 import { jobDefinitions } from '../src/main.js';
 import { JobRunner, type JobResult } from '../src/jobs/runner.js';
+import { prepareFlows, storeFlows } from '../src/ingest/flows.js';
 import { takeScheduledSnapshot } from '../src/snapshots/snapshots.service.js';
 import { createLogger } from '../src/logger.js';
 import { daemonHeaders, daemonKey, heartbeat, poll, register } from './daemon-client.js';
@@ -396,11 +397,13 @@ describe('job scan.stall marks running sessions whose daemon stopped reporting s
     const fresh = await scanningOrg(t);
     const sQuiet = await runningSession(t, quiet, '10.5.0.0/24', '10.5.0.1');
     const sFresh = await runningSession(t, fresh, '10.5.0.0/24', '10.5.0.1');
-    // What the tick logs: the rows after those of the sessions' creation, dispatch and first batch.
-    const since = (await sql<{ max: number }>`select coalesce(max(id), 0)::int as max from change_log`.execute(t.database.db)).rows[0]!.max;
+    // What the tick logs: the rows after those of the sessions' creation, dispatch and first batch
+    // (change ids are numbered per organisation).
+    const sinceOf = async (org: string) => (await sql<{ max: number }>`select coalesce(max(id), 0)::int as max from change_log where organisation_id = ${org}`.execute(t.database.db)).rows[0]!.max;
+    const since = new Map([[sQuiet, await sinceOf(quiet.org.organisationId)], [sFresh, await sinceOf(fresh.org.organisationId)]]);
     const logOf = async (id: string) =>
       (await sql<{ organisation_id: string; entity_type: string; action: string }>`
-        select organisation_id, entity_type, action from change_log where entity_id = ${id} and id > ${since} order by id`.execute(t.database.db)).rows;
+        select organisation_id, entity_type, action from change_log where entity_id = ${id} and id > ${since.get(id)!} order by id`.execute(t.database.db)).rows;
     expect(await logOf(sQuiet)).toEqual([]);
     const at = new Date();
     await setHeartbeat(t, quiet.daemon.id, ago(at, 10 * MINUTE));
@@ -424,7 +427,7 @@ describe('job scan.stall marks running sessions whose daemon stopped reporting s
 
     // The daemon is back: it heartbeats and sends the next batch.
     await heartbeat(t.app, s.daemon.token, s.daemon.id);
-    expect(await ingest(t, s.daemon, smallBatch(sessionId, '10.6.0.2'))).toEqual({ accepted: 2, dedupHits: 0 });
+    expect(await ingest(t, s.daemon, smallBatch(sessionId, '10.6.0.2'))).toEqual({ accepted: 2, dedupHits: 0, outOfWindow: 0 });
     const scan = await getScan(t, s, sessionId);
     expect(scan.state).toBe('running');
     expect(scan.progress.batches).toBe(2);
@@ -671,7 +674,7 @@ describe('job topology.dependencies rebuilds the application topology from the f
   async function postFlows(flows: Json[]) {
     const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: daemonHeaders(daemon.token, daemon.id), payload: { flows, dropped: 0 } });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toEqual({ accepted: flows.length });
+    expect(res.json()).toEqual({ accepted: flows.length, outOfWindow: 0 });
   }
 
   const edges = async () =>
@@ -772,7 +775,7 @@ describe('job topology.dependencies rebuilds the application topology from the f
 
     // A batch that changes nothing in the inventory leaves it ready.
     const again = await ingest(t, daemon, { sessionId, hosts: [{ fingerprint: 'fp-new', hostname: 'new-1' }], ips: [{ hostFingerprint: 'fp-new', address: '10.9.0.99' }], stats: { hostsTotal: 1, hostsScanned: 1 } });
-    expect(again).toEqual({ accepted: 2, dedupHits: 2 });
+    expect(again).toEqual({ accepted: 2, dedupHits: 2, outOfWindow: 0 });
     expect(topologyOf(await applicationTopologies(), dc1).status).toBe('ready');
   });
 
@@ -796,7 +799,10 @@ describe('job topology.dependencies rebuilds the application topology from the f
     const partitions = async () =>
       (await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'flows'::regclass order by 1`.execute(t.database.db)).rows.map((r) => r.name);
     const dayName = (msAgo: number) => `flows_${bucket(msAgo).slice(0, 10).replace(/-/g, '')}`;
-    await postFlows([flow({ bucketStart: bucket(32 * DAY), bytes: 11 }), flow({ bucketStart: bucket(29 * DAY), bytes: 22 })]);
+    // Stored when they were fresh (the API now leaves buckets older than the retention out).
+    const old = await prepareFlows(t.database.db, [flow({ bucketStart: bucket(32 * DAY), bytes: 11 }), flow({ bucketStart: bucket(29 * DAY), bytes: 22 })] as never, 0, now.getTime() - 29 * DAY);
+    expect(old).toMatchObject({ records: 2, outOfWindow: 0 });
+    await t.database.db.transaction().execute((trx) => storeFlows(trx, org.organisationId, daemon.id, old));
     await postFlows([flow({ bucketStart: bucket(2 * HOUR), dstPort: 9999, bytes: 33 })]);
     // One batch digest received 31 days ago, the others now.
     await sql`update flow_batches set received_at = ${ago(now, 31 * DAY)} where organisation_id = ${org.organisationId}
@@ -821,7 +827,9 @@ describe('job topology.dependencies rebuilds the application topology from the f
   if (TEST_DATABASE_URL) {
     it('leaves a partition that readers hold for the next run (lock timeout), and the job still succeeds', async () => {
       const name = `flows_${bucket(40 * DAY).slice(0, 10).replace(/-/g, '')}`;
-      await postFlows([flow({ bucketStart: bucket(40 * DAY), bytes: 44 })]);
+      // Stored when it was fresh (the API now leaves buckets older than the retention out).
+      const old = await prepareFlows(t.database.db, [flow({ bucketStart: bucket(40 * DAY), bytes: 44 })] as never, 0, now.getTime() - 40 * DAY);
+      await t.database.db.transaction().execute((trx) => storeFlows(trx, org.organisationId, daemon.id, old));
       const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(t.database.db)).rows[0]!.s;
       const reader = new pg.Client({ connectionString: TEST_DATABASE_URL, options: `-c search_path=${schema}` });
       await reader.connect();

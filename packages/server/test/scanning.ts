@@ -83,7 +83,7 @@ export function postBatch(t: TestApp, daemon: Daemon, batch: Json) {
 }
 
 /** Posts a batch that must be accepted; returns `{ accepted, dedupHits }`. */
-export async function ingest(t: TestApp, daemon: Daemon, batch: Json): Promise<{ accepted: number; dedupHits: number }> {
+export async function ingest(t: TestApp, daemon: Daemon, batch: Json): Promise<{ accepted: number; dedupHits: number; outOfWindow: number }> {
   const res = await observe(t, daemon, batch);
   expect(res.statusCode, res.body).toBe(200);
   return res.json();

@@ -47,7 +47,7 @@ describe('host topology (spec 2.4, 4.2)', () => {
       { bucketStart: hoursAgo(1), srcIp: '10.0.0.10', dstIp: '10.0.0.30', dstPort: 5432, protocol: 'tcp', packets: 50, bytes: 80000, source: 'ebpf' },
       { bucketStart: hoursAgo(100), srcIp: '10.0.0.10', dstIp: '198.51.100.9', dstPort: 53, protocol: 'udp', packets: 2, bytes: 200, source: 'ebpf' },
     ];
-    expect((await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: daemonHeaders, payload: { flows } })).json()).toEqual({ accepted: 5 });
+    expect((await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: daemonHeaders, payload: { flows } })).json()).toEqual({ accepted: 5, outOfWindow: 0 });
 
     const day = (await get(`/api/v1/hosts/${web}/topology`)).json();
     expect(day.sources.flows).toBe(true);

@@ -15,6 +15,7 @@ export const authRoutes = {
     internal: true,
     auth: { kind: 'none' },
     body: LoginRequest,
+    errors: ['unauthorized'],
     response: { 200: SessionInfo },
   }),
   logout: route({

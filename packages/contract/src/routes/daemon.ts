@@ -47,6 +47,7 @@ export const daemonRoutes = {
     tags: ['daemon'],
     auth: { kind: 'daemon', daemonId: true },
     body: ObservationsRequest,
+    errors: ['session_cancelled'],
     response: { 200: ObservationsResponse },
   }),
   daemonFlows: route({
@@ -56,7 +57,9 @@ export const daemonRoutes = {
     summary: 'Post flow records; each is resolved to the inventory by (dstIp, dstPort) and by source address',
     description:
       'No session id. Records are stored as sent and resolved when read (host topology), so a flow seen before its host was found resolves once it is; unknown peers have null ids. ' +
-      'A retried delivery (the same body again) is recognised by its digest and stores nothing. `dropped` accumulates on the daemon (a delivery of `dropped` alone is counted each time). gzip bodies accepted.',
+      'A retried delivery (the same body again) is recognised by its digest and stores nothing. `dropped` accumulates on the daemon (a delivery of `dropped` alone is counted each time). gzip bodies accepted. ' +
+      'A record whose bucket started more than 30 days ago (the retention) or more than 10 minutes ahead of the server\'s clock is not stored and not refused: it is counted in `outOfWindow`, so a daemon replaying an old buffer is not refused forever. ' +
+      'A timestamp outside 0100-01-01T00:00:00Z to 9999-12-31T23:59:59Z is 400 `validation_failed`.',
     tags: ['daemon'],
     auth: { kind: 'daemon', daemonId: true },
     body: FlowsRequest,

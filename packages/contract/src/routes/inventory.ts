@@ -5,11 +5,10 @@ import {
   CreateNetworkRequest,
   CreateSnapshotRequest,
   Network,
-  Page,
   PatchVulnerabilityRequest,
   Snapshot,
   Vulnerability,
-  collectionItems,
+  collectionPages,
   listQueries,
 } from '../inventory.js';
 import { type RouteDef, route } from '../route-def.js';
@@ -38,7 +37,7 @@ function collectionRoute<const N extends CollectionName>(name: N) {
     auth: { kind: 'apiKey', scope: 'inventory:read' },
     collection: true,
     querystring: listQueries[name] as (typeof listQueries)[N],
-    response: { 200: Page(collectionItems[name] as (typeof collectionItems)[N]) },
+    response: { 200: collectionPages[name] as (typeof collectionPages)[N] },
   });
 }
 
@@ -65,6 +64,7 @@ export const inventoryWriteRoutes = {
     tags: ['inventory'],
     auth: { kind: 'apiKey', scope: 'inventory:write' },
     body: CreateNetworkRequest,
+    errors: ['not_found', 'duplicate'],
     response: { 201: Network },
   }),
   patchVulnerability: route({
@@ -79,6 +79,7 @@ export const inventoryWriteRoutes = {
     auth: { kind: 'apiKey', scope: 'inventory:write' },
     params: z.object({ id: Uuid }),
     body: PatchVulnerabilityRequest,
+    errors: ['invalid_transition'],
     response: { 200: Vulnerability },
   }),
   createSnapshot: route({
@@ -90,6 +91,7 @@ export const inventoryWriteRoutes = {
     tags: ['inventory'],
     auth: { kind: 'apiKey', scope: 'inventory:write' },
     body: CreateSnapshotRequest,
+    errors: ['not_found'],
     response: { 201: Snapshot },
   }),
 } as const satisfies Record<string, RouteDef>;

@@ -12,6 +12,7 @@ export const jobRoutes = {
     tags: ['admin'],
     internal: true,
     auth: { kind: 'session', minRole: 'admin' },
+    errors: ['conflict'],
     response: { 200: AdminSnapshotResponse },
   }),
   adminDependencyTick: route({
@@ -22,6 +23,7 @@ export const jobRoutes = {
     tags: ['admin'],
     internal: true,
     auth: { kind: 'session', minRole: 'admin' },
+    errors: ['conflict'],
     response: { 200: DependencyTickResponse },
   }),
   adminJobs: route({

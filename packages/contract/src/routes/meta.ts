@@ -10,10 +10,11 @@ export const metaRoutes = {
     url: '/openapi.json',
     operationId: 'getOpenApi',
     summary: 'This OpenAPI 3.0.3 document',
+    description: 'Carries a weak `ETag`; `If-None-Match` with it answers 304 with no body.',
     tags: ['meta'],
     internal: true,
     auth: { kind: 'none' },
-    response: { 200: AnyDocument },
+    response: { 200: AnyDocument, 304: null },
   }),
   listProblems: route({
     method: 'GET',

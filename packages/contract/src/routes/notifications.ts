@@ -47,6 +47,7 @@ export const notificationRoutes = {
     internal: true,
     auth: { kind: 'session', minRole: 'admin' },
     body: CreateDestinationRequest,
+    errors: ['duplicate'],
     response: { 201: DestinationCreated },
   }),
   updateDestination: route({
@@ -59,6 +60,7 @@ export const notificationRoutes = {
     auth: { kind: 'session', minRole: 'admin' },
     params: z.object({ id: Uuid }),
     body: UpdateDestinationRequest,
+    errors: ['duplicate'],
     response: { 200: Destination },
   }),
   deleteDestination: route({

@@ -17,6 +17,7 @@ export const scanRoutes = {
     tags: ['scans'],
     auth: { kind: 'apiKey', scope: 'scan:run' },
     body: CreateScanRequest,
+    errors: ['not_found', 'no_daemon_online', 'nmap_unavailable', 'scan_already_active'],
     response: { 202: ScanSession },
   }),
   getScan: route({
@@ -38,6 +39,7 @@ export const scanRoutes = {
     tags: ['scans'],
     auth: { kind: 'apiKey', scope: 'scan:run' },
     params: z.object({ id: Uuid }),
+    errors: ['conflict'],
     response: { 200: ScanSession },
   }),
 } as const satisfies Record<string, RouteDef>;

@@ -69,38 +69,64 @@ function addDropped(db: Kysely<DB>, organisationId: string, daemonId: string, n:
 
 type Flow = z.output<typeof FlowRecord>;
 
-/** Flow records made ready to store: their columns as PostgreSQL array literals and the digest of the delivery. */
+/** A bucket further ahead of the server's clock than this is not stored: the daemon's clock runs ahead. */
+export const FLOW_FUTURE_TOLERANCE_MS = 10 * 60_000;
+
+/**
+ * Flow records made ready to store: the columns (as PostgreSQL array literals) of the records
+ * inside the window, the digest of the whole delivery, and how many fell outside the window.
+ */
 export interface PreparedFlows {
+  /** Records to store: those inside the window. */
   records: number;
+  /** Records outside the window (older than the retention, or ahead of the clock): not stored, counted. */
+  outOfWindow: number;
   dropped: number;
   digest: string;
   columns: readonly string[];
 }
 
-/**
- * Makes flow records ready for storeFlows: columns, digest, and the daily partitions they need.
- * The partitions are created here, before the caller's transaction and each in a short one of its
- * own: creating one locks the flows table, which a batch's transaction must not hold. A partition
- * made for a batch that then fails stays, empty (the next delivery of that day uses it).
- */
-export async function prepareFlows(db: Kysely<DB>, f: Flow[], dropped: number): Promise<PreparedFlows> {
-  // Columns as PostgreSQL array literals, built directly: every value but protocol and source is
-  // validated to characters that need no quoting (canonical addresses, RFC 3339 times, integers).
-  // Protocol and source names repeat: each distinct one is quoted once.
+/** Columns as PostgreSQL array literals, built directly (see prepareFlows). */
+function columnsOf(f: Flow[]): readonly string[] {
+  // Every value but protocol and source is validated to characters that need no quoting
+  // (canonical addresses, RFC 3339 times, integers). Protocol and source names repeat: each
+  // distinct one is quoted once.
   const column = <T>(pick: (x: Flow) => T) => `{${f.map(pick).join(',')}}`;
   const quotes = new Map<string, string>();
   const quote = (v: string) => quotes.get(v) ?? quotes.set(v, `"${v.replace(/["\\]/g, '\\$&')}"`).get(v)!;
   const quoted = (pick: (x: Flow) => string) => `{${f.map((x) => quote(pick(x))).join(',')}}`;
-  const columns = [
+  return [
     column((x) => x.bucketStart), column((x) => x.srcIp), column((x) => x.dstIp), column((x) => x.dstPort),
     quoted((x) => x.protocol.toLowerCase()), column((x) => x.packets), column((x) => x.bytes), quoted((x) => x.source),
-  ] as const;
-  const digest = createHash('sha256').update(columns.join('|')).update(`|${dropped}`).digest('hex');
-  // The UTC day of each record: read from the text when it is in UTC, parsed otherwise.
+  ];
+}
+
+/**
+ * Makes flow records ready for storeFlows: columns, digest, and the daily partitions they need.
+ * Records outside the window (README "Daemons and scans") are left out and counted: a bucket that
+ * started more than FLOW_RETENTION_DAYS before `now` (pruned anyway, and a daemon replaying an old
+ * buffer must not be refused forever), or more than FLOW_FUTURE_TOLERANCE_MS after it. The digest
+ * is of the whole delivery, so a retry is recognised even when a record crossed the window's edge
+ * between the two copies. The partitions are created here, before the caller's transaction and
+ * each in a short one of its own: creating one locks the flows table, which a batch's transaction
+ * must not hold. A partition made for a batch that then fails stays, empty.
+ */
+export async function prepareFlows(db: Kysely<DB>, f: Flow[], dropped: number, now = Date.now()): Promise<PreparedFlows> {
+  const from = now - FLOW_RETENTION_DAYS * DAY;
+  const to = now + FLOW_FUTURE_TOLERANCE_MS;
+  const kept: Flow[] = [];
   const days = new Set<string>();
-  for (const x of f) days.add(x.bucketStart.endsWith('Z') ? x.bucketStart.slice(0, 10) : new Date(x.bucketStart).toISOString().slice(0, 10));
+  for (const x of f) {
+    const at = Date.parse(x.bucketStart);
+    if (at < from || at > to) continue;
+    kept.push(x);
+    // The UTC day of each record: read from the text when it is in UTC, from the instant otherwise.
+    days.add(x.bucketStart.endsWith('Z') ? x.bucketStart.slice(0, 10) : new Date(at).toISOString().slice(0, 10));
+  }
+  const all = columnsOf(f);
+  const digest = createHash('sha256').update(all.join('|')).update(`|${dropped}`).digest('hex');
   await ensurePartitions(db, [...days].map((d) => Date.parse(`${d}T00:00:00Z`)));
-  return { records: f.length, dropped, digest, columns };
+  return { records: kept.length, outOfWindow: f.length - kept.length, dropped, digest, columns: kept.length === f.length ? all : columnsOf(kept) };
 }
 
 /**
@@ -117,7 +143,7 @@ export async function storeFlows(tx: Transaction<DB>, organisationId: string, da
     on conflict do nothing returning 1`.execute(tx);
   if (fresh.rows.length === 0) return { accepted: 0 };
   const c = p.columns;
-  await sql`
+  if (p.records > 0) await sql`
     insert into flows (organisation_id, bucket_start, daemon_id, src_ip, dst_ip, dst_port, protocol, packets, bytes, source)
     select ${organisationId}, v.bucket_start, ${daemonId}, v.src_ip, v.dst_ip, v.dst_port, v.protocol, v.packets, v.bytes, v.source
     from unnest(${c[0]}::timestamptz[], ${c[1]}::inet[], ${c[2]}::inet[], ${c[3]}::int[], ${c[4]}::text[], ${c[5]}::bigint[], ${c[6]}::bigint[], ${c[7]}::text[])
@@ -127,13 +153,14 @@ export async function storeFlows(tx: Transaction<DB>, organisationId: string, da
 }
 
 /** A delivery to POST /daemon/flows (spec 4.4): its records stored in one transaction of their own. */
-export async function ingestFlows(db: Kysely<DB>, p: DaemonPrincipal, body: z.output<typeof FlowsRequest>): Promise<{ accepted: number }> {
+export async function ingestFlows(db: Kysely<DB>, p: DaemonPrincipal, body: z.output<typeof FlowsRequest>): Promise<{ accepted: number; outOfWindow: number }> {
   const daemon = await ownDaemon(db, p);
   if (body.flows.length === 0) {
     // Nothing to recognise a retry by: a delivery of `dropped` alone is counted as it comes.
     if (body.dropped > 0) await addDropped(db, p.organisationId, daemon.id, body.dropped);
-    return { accepted: 0 };
+    return { accepted: 0, outOfWindow: 0 };
   }
   const prepared = await prepareFlows(db, body.flows, body.dropped);
-  return db.transaction().execute((trx) => storeFlows(trx, p.organisationId, daemon.id, prepared));
+  const stored = await db.transaction().execute((trx) => storeFlows(trx, p.organisationId, daemon.id, prepared));
+  return { ...stored, outOfWindow: prepared.outOfWindow };
 }

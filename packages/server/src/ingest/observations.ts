@@ -30,7 +30,7 @@ interface Outcome {
  * converges on the state of one clean delivery; only the final batch of a session that completes
  * marks things absent within its CIDR. Returns the rows taken and those that changed nothing.
  */
-export async function ingestObservationBatch(db: Kysely<DB>, p: DaemonPrincipal, b: Batch): Promise<Outcome> {
+export async function ingestObservationBatch(db: Kysely<DB>, p: DaemonPrincipal, b: Batch): Promise<Outcome & { outOfWindow: number }> {
   const daemon = await ownDaemon(db, p);
   const org = p.organisationId;
   const flows = b.flows.length > 0 ? await prepareFlows(db, b.flows, 0) : null;
@@ -38,7 +38,8 @@ export async function ingestObservationBatch(db: Kysely<DB>, p: DaemonPrincipal,
     const session = await lockOpenSession(trx, org, b.sessionId, daemon.id);
     const observed = await applyObservations(trx, org, daemon.id, session, b);
     const stored = flows ? await storeFlows(trx, org, daemon.id, flows) : { accepted: 0 };
-    return { accepted: observed.accepted + b.flows.length, dedupHits: observed.dedupHits + (b.flows.length - stored.accepted) };
+    const inWindow = flows?.records ?? 0;
+    return { accepted: observed.accepted + inWindow, dedupHits: observed.dedupHits + (inWindow - stored.accepted), outOfWindow: flows?.outOfWindow ?? 0 };
   });
 }
 
