@@ -68,6 +68,12 @@ export async function startSession(t: TestApp, s: Scanning, networkId: string, d
   return sessionId;
 }
 
+/** A fresh scanning organisation with a network and a session on it, dispatched to its daemon. */
+export async function scanningSession(t: TestApp, cidr = '10.9.0.0/24'): Promise<{ s: Scanning; sessionId: string }> {
+  const s = await scanningOrg(t);
+  return { s, sessionId: await startSession(t, s, await createNetwork(t, s, cidr)) };
+}
+
 /**
  * Posts an observation batch. A daemon sends `stats.hostsTotal` with every batch (spec 4.4); a
  * batch of a test that states no `stats` at all is sent with `{ hostsTotal: 0 }` (progress
