@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { logChanges } from '../events/changes.js';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
@@ -111,10 +112,8 @@ async function apply(trx: Kysely<DB>, actor: Actor, organisationId: string, grou
     }
   }
   const survivors = groups.map((g) => g.survivorId);
-  await ingestRepo.logChanges(trx, organisationId, 'host', [
-    ...groups.flatMap((g) => g.mergedHostIds.map((id) => ({ id, action: 'deleted' as const }))),
-    ...survivors.map((id) => ({ id, action: 'updated' as const })),
-  ]);
-  await ingestRepo.logChanges(trx, organisationId, 'service', movedServices.map((id) => ({ id, action: 'updated' as const })));
+  await logChanges(trx, organisationId, 'host', groups.flatMap((g) => g.mergedHostIds), 'deleted');
+  await logChanges(trx, organisationId, 'host', survivors, 'updated');
+  await logChanges(trx, organisationId, 'service', movedServices, 'updated');
   await markTopologiesStale(trx, organisationId, { hostIds: survivors, serviceIds: [] });
 }

@@ -9,10 +9,14 @@ import type { DB } from '../db/schema.js';
 export type ChangeType = 'host' | 'service' | 'network' | 'scan' | 'snapshot' | 'daemon' | 'topology' | 'job';
 export type ChangeAction = 'created' | 'updated' | 'deleted';
 
-/** Logs `action` for each id, in the caller's transaction. */
+/**
+ * Logs `action` for each id, in the caller's transaction: one statement with two array
+ * parameters, however many ids (a large batch stays far below the bind-parameter limit).
+ */
 export async function logChanges(db: Kysely<DB>, organisationId: string, type: ChangeType, ids: readonly string[], action: ChangeAction): Promise<void> {
   if (ids.length === 0) return;
-  await db.insertInto('change_log').values(ids.map((id) => ({ organisation_id: organisationId, entity_type: type, entity_id: id, action }))).execute();
+  await sql`insert into change_log (organisation_id, entity_type, entity_id, action)
+    select ${organisationId}, ${type}, id, ${action} from unnest(${[...ids]}::text[]) as v(id)`.execute(db);
 }
 
 /**

@@ -414,12 +414,6 @@ export async function announceScanCompleted(db: Db, o: string, sessionId: string
   await emit(db, o, 'scan.completed', [{ subjectId: sessionId, data }]);
 }
 
-export async function logChanges(db: Db, o: string, entityType: string, changes: { id: string; action: 'created' | 'updated' | 'deleted' }[]) {
-  if (changes.length === 0) return;
-  await sql`insert into change_log (organisation_id, entity_type, entity_id, action)
-    select ${o}, ${entityType}, id, a from unnest(${changes.map((c) => c.id)}::uuid[], ${changes.map((c) => c.action)}::text[]) as v(id, a)`.execute(db);
-}
-
 /** Whether the session already applied a batch with this digest. */
 export async function batchSeen(db: Db, o: string, sessionId: string, digest: string) {
   const r = await rows(sql<{ rows: number }>`select rows from scan_batches where organisation_id = ${o} and session_id = ${sessionId} and digest = ${digest}`, db);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { logChanges } from '../events/changes.js';
 import type { ObservationsRequest } from '@surveyor/contract';
 import type { Kysely, Transaction } from 'kysely';
 import type { z } from 'zod';
@@ -102,6 +103,6 @@ async function advanceSession(trx: Transaction<DB>, org: string, daemonId: strin
   if (!completedNow) return [];
   const gone = await repo.markAbsent(trx, org, session);
   await repo.announceScanCompleted(trx, org, b.sessionId, { cidr: session.cidr, daemonId, goneServices: gone.length, ...b.stats });
-  await repo.logChanges(trx, org, 'service', gone.map((id) => ({ id, action: 'updated' as const })));
+  await logChanges(trx, org, 'service', gone, 'updated');
   return gone;
 }

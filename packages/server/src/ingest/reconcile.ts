@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import { logChanges } from '../events/changes.js';
 import { canonicalIp, parseCidr } from '@surveyor/contract';
 import type { DB } from '../db/schema.js';
 import { assessChain, trustFromDates } from './certificates.js';
@@ -74,7 +75,7 @@ export async function reconcile(tx: Transaction<DB>, source: Source, facts: Fact
     await reconcileLagGroups(tx, source, facts, host),
   ];
   // (createHosts and upsertServices logged their own changes.)
-  await repo.logChanges(tx, source.organisationId, 'host', hosts.updated.map((id) => ({ id, action: 'updated' as const })));
+  await logChanges(tx, source.organisationId, 'host', hosts.updated, 'updated');
   return {
     unchanged: steps.reduce((n, s) => n + s.unchanged, 0),
     changedHostIds: [...new Set(steps.flatMap((s) => s.changedHostIds))],
