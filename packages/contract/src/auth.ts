@@ -84,3 +84,26 @@ export const CreateApiKeyRequest = z.strictObject({
 });
 
 export const ApiKeyCreated = ApiKeyInfo.extend({ token: z.string().describe('Shown once; only its SHA-256 is stored.') });
+
+/** A member of the organisation (Settings → Members). */
+export const Member = z.object({
+  userId: Uuid,
+  email: z.string(),
+  role: Role,
+  mustChangePassword: z.boolean().describe('True until the member replaces the one-time password at sign-in.'),
+  createdAt: Timestamp.describe('When the user became a member of this organisation.'),
+  lastSignInAt: Timestamp.nullable().describe('The newest session of the member in this organisation that still exists; null when none.'),
+});
+export type Member = z.infer<typeof Member>;
+
+export const AddMemberRequest = z.strictObject({
+  email: Text.trim().min(3).max(320),
+  role: Role,
+});
+
+export const MemberAdded = z.object({
+  member: Member,
+  oneTimePassword: z.string().optional().describe('Present only when a new user was created: shown once, must be changed at first sign-in.'),
+});
+
+export const UpdateMemberRequest = z.strictObject({ role: Role });

@@ -36,6 +36,26 @@ export const HeartbeatRequest = z.object({
   loadedSignatures: z.record(Text, z.number().int().min(0)).default({}).describe('Counts of loaded signatures, for example `{ core, custom }`.'),
 });
 
+/** A daemon as the console lists it (internal). */
+export const DaemonSummary = z.object({
+  id: Uuid,
+  name: z.string(),
+  siteId: Uuid.nullable(),
+  status: DaemonStatus,
+  version: z.string(),
+  os: z.string(),
+  arch: z.string(),
+  capabilities: z.record(z.string(), z.boolean()),
+  networkCidrs: z.array(z.string()),
+  lastHeartbeatAt: Timestamp.nullable(),
+  quietSeconds: z.number().describe('Seconds since the last heartbeat, or since registration when none came yet.'),
+  heartbeatIntervalSeconds: z.number().int(),
+  flowsDropped: z.number().int().describe('Flow records the daemon reported dropping (its buffer overflowed), in total.'),
+  restartCount: z.number().int(),
+  registeredAt: Timestamp,
+});
+export const DaemonList = z.object({ data: z.array(DaemonSummary).describe('Every daemon of the organisation, the quietest first.') });
+
 export const HeartbeatResponse = z.object({ status: DaemonStatus, serverTime: Timestamp });
 
 export const PollRequest = z.object({
@@ -253,4 +273,18 @@ export const FlowsRequest = z.object({
 export const FlowsResponse = z.object({
   accepted: z.number().int().describe('Records stored. A retried delivery (the same body again, for example after a lost answer) is recognised by its digest, stores nothing and answers 0.'),
   outOfWindow: OutOfWindow,
+});
+
+/** Assigns a daemon to a site from the console (null clears it); such an assignment wins over the daemon's `siteCode`. */
+export const SetDaemonSiteRequest = z.strictObject({ siteId: Uuid.nullable() });
+
+export const EnrolDaemonRequest = z.strictObject({
+  name: Text.trim().min(1).max(200).optional().describe('The daemon key\'s name; default `daemon key`.'),
+  siteId: Uuid.optional().describe('The site the command line names with `--site`.'),
+});
+
+export const EnrolDaemonResponse = z.object({
+  keyId: Uuid,
+  token: z.string().describe('The daemon key, shown this once (stored hashed).'),
+  command: z.string().describe('The line to run on the daemon host.'),
 });

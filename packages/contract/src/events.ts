@@ -77,9 +77,10 @@ export const eventKindInfo = {
     description: 'A critical or high finding was opened, or moved back to open (written by a database trigger on findings).',
     data: z.looseObject({
       cveId: z.string(),
+      advisoryId: z.string().nullable(),
       severity: z.string(),
-      cvss: z.number().nullable(),
-      title: z.string().nullable(),
+      score: z.number().nullable(),
+      summary: z.string().nullable(),
       hostId: Uuid.nullable(),
       serviceId: Uuid.nullable(),
       reopened: z.boolean().optional(),

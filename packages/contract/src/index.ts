@@ -9,11 +9,13 @@ export * from './inventory.js';
 export * from './daemon.js';
 export * from './topology.js';
 export * from './jobs.js';
+export * from './advisories.js';
 export * from './events.js';
 export * from './notifications.js';
 
 // Routes: what a route is, then every route (one table per domain), then the OpenAPI document of them.
 export type { HttpMethod, RouteAuth, RouteDef } from './route-def.js';
+export { acceptsSession } from './route-def.js';
 export * from './routes.js';
 export * from './responses.js';
 export * from './openapi.js';

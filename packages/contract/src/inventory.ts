@@ -165,11 +165,14 @@ export const Vulnerability = z.object({
   id: Uuid,
   serviceId: Uuid,
   hostId: Uuid,
-  cveId: z.string(),
-  title: z.string().nullable(),
-  severity: Severity,
-  cvss: z.number().nullable(),
-  state: VulnerabilityState,
+  cveId: z.string().describe('The CVE, or the advisory id (an OSV id such as `GHSA-…`) when the advisory names no CVE. One finding per service and CVE: an NVD record and an OSV record of the same CVE make one.'),
+  advisoryId: z.string().nullable().describe('The advisory that matched (`CVE-…` from NVD, or an OSV id); null for a finding recorded before the matcher.'),
+  summary: z.string().nullable().describe('The advisory\'s description or summary.'),
+  severity: Severity.describe('The CVSS v3 qualitative band of `score` (critical 9.0-10, high 7.0-8.9, medium 4.0-6.9, low 0.1-3.9, none 0), or the advisory\'s own rating when it has no CVSS score.'),
+  score: z.number().nullable().describe('CVSS base score: v3.1 preferred, then v4.0, then v3.0. Null when the advisory has none.'),
+  vector: z.string().nullable().describe('The CVSS vector of `score`.'),
+  matchedCpe: z.string().nullable().describe('The service CPE (CPE 2.3) the advisory matched, or the one derived from its vendor, product and version.'),
+  state: VulnerabilityState.describe('`open` when matched; `acknowledged` and `false_positive` by PATCH; `resolved` by the matcher when the service no longer matches (gone, or another version). The matcher reopens a resolved finding whose advisory matches again and never touches `false_positive`.'),
   note: z.string().nullable(),
   firstSeenAt: Timestamp,
   lastSeenAt: Timestamp,
@@ -287,6 +290,14 @@ export const CreateNetworkRequest = z.strictObject({
   topPortsUdp: z.number().int().min(0).max(65535).optional().describe('Default 0.'),
   nmap: z.strictObject({ enabled: z.boolean(), scripts: NmapSettings.shape.scripts.default([]) }).optional(),
 });
+
+/** A site's code: how daemons name it (`--site`), unique per organisation (case-insensitive). */
+export const SiteCode = Text.min(1, 'required').max(64).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, underscore and hyphen only');
+export const SiteName = Text.trim().min(1, 'required').max(200);
+
+export const CreateSiteRequest = z.strictObject({ code: SiteCode, name: SiteName });
+
+export const RenameSiteRequest = z.strictObject({ name: SiteName });
 
 export const PatchVulnerabilityRequest = z.strictObject({
   state: VulnerabilityState,

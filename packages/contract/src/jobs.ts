@@ -45,3 +45,11 @@ export const DependencyTickResponse = z.object({
     }),
   ),
 });
+
+export const CveMatchResponse = z.object({
+  full: z.boolean().describe('True when every service was matched (the organisation\'s first run); otherwise only services changed since the last run, and the services of advisories changed since then.'),
+  servicesMatched: z.number().int().describe('Services evaluated in this run.'),
+  opened: z.number().int().describe('Findings created, or reopened after `resolved`.'),
+  resolved: z.number().int().describe('Findings resolved because their service no longer matches.'),
+  seen: z.number().int().describe('Findings still matching (their `lastSeenAt` moved).'),
+});

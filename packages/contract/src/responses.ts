@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { type ProblemCode, problemCodes } from './common.js';
-import type { RouteDef } from './route-def.js';
+import { type RouteDef, acceptsSession } from './route-def.js';
 
 /** One status a route can answer: its success body schema, or the problem codes answered with it. */
 export interface DocumentedResponse {
@@ -32,6 +32,7 @@ export function documentedResponses(r: RouteDef): Map<number, DocumentedResponse
   if (r.collection) for (const code of ['unknown_parameter', 'invalid_filter', 'limit_out_of_range', 'invalid_cursor'] as const) add(code);
   if (r.auth.kind !== 'none') add('unauthorized');
   if (r.auth.kind === 'apiKey') add('forbidden');
+  if (acceptsSession(r.auth) && takesBody) add('csrf_failed'); // the console's cookie without its token
   if (r.auth.kind === 'session') {
     add('forbidden'); // a role below minRole, or a one-time password not changed yet
     if (takesBody) add('csrf_failed');

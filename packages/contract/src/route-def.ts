@@ -49,6 +49,16 @@ export interface RouteDef {
   produces?: string;
 }
 
+/**
+ * Whether the console's session cookie may call the route too: every API-key route that needs a
+ * scope (the console reads and writes the inventory as its user, capped by the user's role),
+ * except the metrics scrape (a scraper's key only). Internal to the console, so the public
+ * document names API keys alone; a cookie-authenticated state change needs `X-CSRF-Token`.
+ */
+export function acceptsSession(auth: RouteAuth): auth is Extract<RouteAuth, { kind: 'apiKey' }> & { scope: NonNullable<Extract<RouteAuth, { kind: 'apiKey' }>['scope']> } {
+  return auth.kind === 'apiKey' && auth.scope !== undefined && !auth.missingScopeUnauthorized;
+}
+
 export function route<const R extends RouteDef>(r: R): R {
   return r;
 }

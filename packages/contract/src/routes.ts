@@ -1,18 +1,26 @@
 import type { RouteDef } from './route-def.js';
+import { advisoryRoutes } from './routes/advisories.js';
+import { consoleRoutes } from './routes/console.js';
 import { authRoutes } from './routes/auth.js';
 import { daemonRoutes } from './routes/daemon.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { inventoryReadRoutes, inventoryRoutes, inventoryWriteRoutes } from './routes/inventory.js';
 import { jobRoutes } from './routes/jobs.js';
+import { memberRoutes } from './routes/members.js';
 import { metaRoutes } from './routes/meta.js';
 import { metricsRoutes } from './routes/metrics.js';
+import { overviewRoutes } from './routes/overview.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { scanRoutes } from './routes/scans.js';
+import { siteRoutes } from './routes/sites.js';
 import { topologyRoutes } from './routes/topology.js';
+export { Overview } from './routes/overview.js';
 
 export {
+  advisoryRoutes,
   authRoutes,
+  consoleRoutes,
   daemonRoutes,
   eventRoutes,
   healthRoutes,
@@ -20,10 +28,13 @@ export {
   inventoryRoutes,
   inventoryWriteRoutes,
   jobRoutes,
+  memberRoutes,
   metaRoutes,
   metricsRoutes,
   notificationRoutes,
+  overviewRoutes,
   scanRoutes,
+  siteRoutes,
   topologyRoutes,
 };
 
@@ -43,10 +54,15 @@ export const routes = {
   ...inventoryWriteRoutes,
   ...scanRoutes,
   ...daemonRoutes,
+  ...siteRoutes,
   ...metricsRoutes,
   ...jobRoutes,
+  ...advisoryRoutes,
   ...notificationRoutes,
   ...eventRoutes,
+  ...memberRoutes,
+  ...overviewRoutes,
+  ...consoleRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteName = keyof typeof routes;

@@ -57,6 +57,24 @@ export const ConfigSchema = z
         }
       })
       .describe('Comma-separated origins (https://dash.example.com) whose pages may call the API from the browser (CORS), cookies included. Empty: CORS off, no cross-origin page may read an answer.'),
+    SERVICE_ADVISORY_FEED_URL: z
+      .url({ protocol: /^https?$/, message: 'expected an http(s) URL' })
+      .optional()
+      .describe('Advisory feed the job cve.match pulls before matching: the NVD CVE API 2.0 (https://services.nvd.nist.gov/rest/json/cves/2.0, paged, increments by lastModified), or the URL of a JSON or gzip file (NVD API 2.0 page or OSV records), fetched with If-None-Match / If-Modified-Since. Absent: advisories come from `surveyor advisories import` and the console only.'),
+    SERVICE_ADVISORY_FEED_API_KEY: z.string().min(1).optional().describe('Sent as the `apiKey` header to the feed (an NVD API key raises its rate limit). Never logged.'),
+    SERVICE_ADVISORY_FEED_TIMEOUT_SECONDS: int(1, 600).default(60).describe('How long one feed request may take.'),
+    SERVICE_ADVISORY_FEED_PAGE_DELAY_MS: int(0, 60_000)
+      .optional()
+      .describe('Pause between NVD API pages. Default 6000 without an API key and 600 with one (NVD\'s published rate limits).'),
+    SERVICE_ADVISORY_UPLOAD: z
+      .enum(['allow', 'deny'])
+      .default('allow')
+      .describe('deny: POST /api/v1/admin/advisories/import is refused (403) and advisories come only from the feed and `surveyor advisories import`. The mirror is shared by every organisation, so set it where organisations do not trust each other.'),
+    SERVICE_CONSOLE_DIR: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Folder of the built web console (index.html and assets/), served at /. Default: packages/web/dist of this installation, built by npm install.'),
     SERVICE_TRUST_PROXY: z.string().default('false').describe('Fastify trustProxy: false, true, a hop count, or a comma-separated list of proxy addresses. Decides the client address used by rate limits.'),
   })
   .transform((e) => ({
@@ -84,6 +102,16 @@ export const ConfigSchema = z
     daemon: { heartbeatSeconds: e.SERVICE_DAEMON_HEARTBEAT_SECONDS, pollTimeoutSeconds: e.SERVICE_DAEMON_POLL_TIMEOUT_SECONDS },
     jobs: { scanStallSeconds: e.SERVICE_SCAN_STALL_SECONDS, shutdownSeconds: e.SERVICE_JOBS_SHUTDOWN_SECONDS },
     sse: { heartbeatMs: e.SERVICE_SSE_HEARTBEAT_SECONDS * 1000, maxBufferBytes: e.SERVICE_SSE_MAX_BUFFER_BYTES },
+    advisoryFeed: e.SERVICE_ADVISORY_FEED_URL
+      ? {
+          url: e.SERVICE_ADVISORY_FEED_URL,
+          apiKey: e.SERVICE_ADVISORY_FEED_API_KEY,
+          timeoutMs: e.SERVICE_ADVISORY_FEED_TIMEOUT_SECONDS * 1000,
+          pageDelayMs: e.SERVICE_ADVISORY_FEED_PAGE_DELAY_MS ?? (e.SERVICE_ADVISORY_FEED_API_KEY ? 600 : 6000),
+        }
+      : null,
+    advisoryUpload: e.SERVICE_ADVISORY_UPLOAD === 'allow',
+    consoleDir: e.SERVICE_CONSOLE_DIR,
     notify: { timeoutMs: e.SERVICE_NOTIFY_TIMEOUT_SECONDS * 1000, allowPrivate: e.SERVICE_NOTIFY_PRIVATE_TARGETS === 'allow' },
   }));
 

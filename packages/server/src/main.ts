@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { adminModule } from './admin/index.js';
+import { advisoriesModule } from './advisories/index.js';
 import { bootstrapFirstOwner } from './admin/admin.service.js';
 import { authModule } from './auth/index.js';
+import { consoleModule } from './console/index.js';
 import type { Config } from './config.js';
 import { resolveSecretKey } from './crypto/secrets.js';
 import { daemonsModule } from './daemons/index.js';
@@ -16,10 +18,13 @@ import { ingestModule } from './ingest/index.js';
 import { inventoryModule } from './inventory/index.js';
 import { jobsModule } from './jobs/index.js';
 import { type JobDefinition, JobRunner } from './jobs/runner.js';
+import { membersModule } from './members/index.js';
 import { metricsModule } from './metrics/index.js';
 import type { CliVerb, JobDeps, Module, WebDeps } from './module.js';
 import { notificationsModule } from './notifications/index.js';
+import { overviewModule } from './overview/index.js';
 import { scansModule } from './scans/index.js';
+import { sitesModule } from './sites/index.js';
 import { snapshotsModule } from './snapshots/index.js';
 import { topologyModule } from './topology/index.js';
 
@@ -34,13 +39,18 @@ export const modules: readonly Module[] = [
   snapshotsModule,
   scansModule,
   daemonsModule,
+  sitesModule,
   ingestModule,
   topologyModule,
   jobsModule,
   metricsModule,
+  overviewModule,
+  advisoriesModule,
   notificationsModule,
   eventsModule,
   adminModule,
+  membersModule,
+  consoleModule,
 ];
 
 /** Every scheduled job of every module (spec 1.1). */

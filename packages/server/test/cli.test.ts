@@ -1,8 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.js';
 import { ConfigSchema } from '../src/config.js';
@@ -200,6 +201,38 @@ describe('surveyor with bad arguments exits 2 with one line on stderr', () => {
 
   it('for an organisation that does not exist', async () => {
     expect(refused(await cli('admin', 'create-daemon-key', '--org', 'No Such Org'))).toContain('not_found');
+  });
+});
+
+describe('surveyor advisories', () => {
+  const fixtures = path.join(repoRoot, 'packages/server/test/fixtures/advisories');
+
+  it('import reads NVD and OSV files, plain and gzip, printing per file what was new, updated, unchanged and skipped; a re-import changes nothing', async () => {
+    const gz = path.join(dataDir, 'osv.json.gz');
+    writeFileSync(gz, gzipSync(readFileSync(path.join(fixtures, 'osv-GHSA-c2qf-rxjj-qqgw.json'))));
+    const nvd = path.join(fixtures, 'nvd-CVE-2024-6387.json');
+    const first = await cli('advisories', 'import', nvd, gz);
+    expect(first).toEqual({ code: 0, err: [], out: [`${nvd}: 1 new, 0 updated, 0 unchanged, 0 skipped`, `${gz}: 1 new, 0 updated, 0 unchanged, 0 skipped`] });
+    const again = json(await cli('advisories', 'import', nvd, gz, '--json'));
+    expect(again[nvd]).toMatchObject({ new: 0, updated: 0, unchanged: 1, skippedCount: 0 });
+    expect(again[gz]).toMatchObject({ new: 0, updated: 0, unchanged: 1 });
+    const status = json(await cli('advisories', 'status', '--json'));
+    expect(status).toMatchObject({ advisories: 2, nvd: 1, osv: 1, withdrawn: 0, url: null, lastError: null, confirmedAt: expect.any(String) });
+  });
+
+  it('import lists skipped records with why, and a file that is not JSON exits 1 naming it, importing nothing', async () => {
+    const mixed = path.join(dataDir, 'mixed.json');
+    writeFileSync(mixed, JSON.stringify([{ id: 'GHSA-xxxx', modified: 'not a time' }, { hello: 'world' }]));
+    const r = await cli('advisories', 'import', mixed);
+    expect(r.code).toBe(0);
+    expect(r.out.join('\n').split('\n')).toEqual([`${mixed}: 0 new, 0 updated, 0 unchanged, 2 skipped`, '  skipped GHSA-xxxx: modified is not a timestamp', '  skipped (no id): neither an NVD CVE record nor an OSV record']);
+    const bad = path.join(dataDir, 'bad.json');
+    writeFileSync(bad, '{ not json');
+    const failed = await cli('advisories', 'import', mixed, bad);
+    expect(failed.code).toBe(1);
+    expect(failed.out).toEqual([]);
+    expect(failed.err).toEqual([expect.stringMatching(new RegExp(`^surveyor: ${bad.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: not JSON or gzip of JSON`))]);
+    expect(refused(await cli('advisories', 'import'))).toMatch(/needs at least one FILE/);
   });
 });
 

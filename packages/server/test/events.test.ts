@@ -429,10 +429,10 @@ describe('vulnerability.opened (decisions.md: critical or high; migration 0011 t
   }
 
   it('announces a new open finding of severity critical (critical) or high (warning), and not medium, low or none', async () => {
-    const critical = await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity: 'critical', cvss: 9.8 });
-    const high = await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity: 'high', cvss: 7.5 });
+    const critical = await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity: 'critical', score: 9.8 });
+    const high = await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity: 'high', score: 7.5 });
     const quiet = [];
-    for (const severity of ['medium', 'low', 'none']) quiet.push(await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity, cvss: 4 }));
+    for (const severity of ['medium', 'low', 'none']) quiet.push(await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity, score: 4 }));
 
     const c = await openedFor(critical);
     expect(c).toHaveLength(1);
@@ -441,20 +441,20 @@ describe('vulnerability.opened (decisions.md: critical or high; migration 0011 t
       severity: 'critical',
       organisationId: org.organisationId,
       subject: { type: 'vulnerability', id: critical },
-      data: { severity: 'critical', cvss: 9.8, hostId, serviceId },
+      data: { severity: 'critical', score: 9.8, hostId, serviceId },
     });
     expect(c[0]!.data.cveId).toMatch(/^CVE-2031-\d+$/);
     expect(c[0]!.data).not.toHaveProperty('reopened');
     const h = await openedFor(high);
     expect(h).toHaveLength(1);
-    expect(h[0]).toMatchObject({ severity: 'warning', subject: { type: 'vulnerability', id: high }, data: { severity: 'high', cvss: 7.5 } });
+    expect(h[0]).toMatchObject({ severity: 'warning', subject: { type: 'vulnerability', id: high }, data: { severity: 'high', score: 7.5 } });
     for (const id of quiet) expect(await openedFor(id)).toEqual([]);
   });
 
   it('does not announce a critical or high finding created in another state than open', async () => {
     const ids = [];
     for (const state of ['acknowledged', 'resolved', 'false_positive']) {
-      ids.push(await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity: 'critical', cvss: 9.1, state }));
+      ids.push(await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity: 'critical', score: 9.1, state }));
     }
     for (const id of ids) expect(await openedFor(id)).toEqual([]);
   });
@@ -462,7 +462,7 @@ describe('vulnerability.opened (decisions.md: critical or high; migration 0011 t
   it('announces every qualifying row of a multi-row insert, once each', async () => {
     const cves = [nextCve(), nextCve(), nextCve()];
     const r = await sql<{ id: string; cve_id: string }>`
-      insert into vulnerabilities (organisation_id, service_id, host_id, cve_id, severity, cvss, state)
+      insert into vulnerabilities (organisation_id, service_id, host_id, cve_id, severity, score, state)
       values (${org.organisationId}, ${serviceId}, ${hostId}, ${cves[0]}, 'critical', 9.0, 'open'),
              (${org.organisationId}, ${serviceId}, ${hostId}, ${cves[1]}, 'high', 8.0, 'open'),
              (${org.organisationId}, ${serviceId}, ${hostId}, ${cves[2]}, 'medium', 5.0, 'open')
@@ -474,7 +474,7 @@ describe('vulnerability.opened (decisions.md: critical or high; migration 0011 t
   });
 
   it('announces a critical finding again (reopened) each time a PATCH moves it back to open, and not for moves that keep it open or leave open', async () => {
-    const id = await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity: 'critical', cvss: 9.3 });
+    const id = await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity: 'critical', score: 9.3 });
     expect(await openedFor(id)).toHaveLength(1);
 
     await move(id, 'acknowledged');
@@ -498,7 +498,7 @@ describe('vulnerability.opened (decisions.md: critical or high; migration 0011 t
   });
 
   it('announces a high finding reopened by the matcher (resolved → open) as warning; PATCH cannot reopen it (409 invalid_transition, no event)', async () => {
-    const id = await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity: 'high', cvss: 8.1 });
+    const id = await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity: 'high', score: 8.1 });
     await sql`update vulnerabilities set state = 'resolved', resolved_at = now() where id = ${id}`.execute(db());
     expect(await openedFor(id)).toHaveLength(1);
 
@@ -516,7 +516,7 @@ describe('vulnerability.opened (decisions.md: critical or high; migration 0011 t
   it('does not announce updates of open findings that keep them open, nor a medium finding moved back to open', async () => {
     const before = (await eventsOf(org.organisationId, 'vulnerability.opened')).length;
     await sql`update vulnerabilities set last_seen_at = now(), updated_at = now() where organisation_id = ${org.organisationId} and state = 'open'`.execute(db());
-    const medium = await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity: 'medium', cvss: 5.5 });
+    const medium = await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: nextCve(), severity: 'medium', score: 5.5 });
     await move(medium, 'acknowledged');
     await move(medium, 'open');
     expect(await eventsOf(org.organisationId, 'vulnerability.opened')).toHaveLength(before);
@@ -526,7 +526,7 @@ describe('vulnerability.opened (decisions.md: critical or high; migration 0011 t
     const other = await seedOrg(t.database);
     const h = await addHost(db(), other.organisationId);
     const sv = await addService(db(), other.organisationId, h, { port: 22 });
-    const id = await addVulnerability(db(), other.organisationId, sv, h, { cveId: nextCve(), severity: 'critical', cvss: 10 });
+    const id = await addVulnerability(db(), other.organisationId, sv, h, { cveId: nextCve(), severity: 'critical', score: 10 });
     expect((await eventsOf(other.organisationId, 'vulnerability.opened')).map((e) => e.subject.id)).toEqual([id]);
     expect(await openedFor(id)).toEqual([]);
   });
@@ -738,7 +738,7 @@ describe('GET /api/v1/admin/events (internal; session, admin or owner)', () => {
     // A real emitter too: the finding trigger.
     const hostId = await addHost(db(), org.organisationId);
     const serviceId = await addService(db(), org.organisationId, hostId, { port: 80 });
-    await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: 'CVE-2031-0005', severity: 'critical', cvss: 9.9 });
+    await addVulnerability(db(), org.organisationId, serviceId, hostId, { cveId: 'CVE-2031-0005', severity: 'critical', score: 9.9 });
   });
 
   const list = (query: string, cookie?: string, headers: Record<string, string> = {}) =>

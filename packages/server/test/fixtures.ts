@@ -52,11 +52,11 @@ export async function addService(db: Kysely<DB>, organisationId: string, hostId:
   ).id;
 }
 
-export async function addVulnerability(db: Kysely<DB>, organisationId: string, serviceId: string, hostId: string, v: { cveId: string; severity?: string; cvss?: number; state?: string }) {
+export async function addVulnerability(db: Kysely<DB>, organisationId: string, serviceId: string, hostId: string, v: { cveId: string; severity?: string; score?: number; state?: string }) {
   return (
     await db
       .insertInto('vulnerabilities')
-      .values({ organisation_id: organisationId, service_id: serviceId, host_id: hostId, cve_id: v.cveId, severity: v.severity ?? 'high', cvss: v.cvss ?? 7.5, state: v.state ?? 'open' })
+      .values({ organisation_id: organisationId, service_id: serviceId, host_id: hostId, cve_id: v.cveId, severity: v.severity ?? 'high', score: v.score ?? 7.5, state: v.state ?? 'open' })
       .returning('id')
       .executeTakeFirstOrThrow()
   ).id;

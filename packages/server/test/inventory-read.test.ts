@@ -93,7 +93,7 @@ describe('inventory collections (spec 2, 4.1)', () => {
     const site = await addSite(t.database.db, org.organisationId, 'hq');
     const hostId = await addHost(t.database.db, org.organisationId, { hostname: 'web-1', fqdn: 'web-1.corp.example', addresses: ['10.20.0.5', '2001:db8::5'], macs: ['AA:BB:CC:00:11:22'], siteId: site.id, os: 'Linux' });
     const serviceId = await addService(t.database.db, org.organisationId, hostId, { port: 443, name: 'https', product: 'nginx', version: '1.25.3', cpe: 'cpe:2.3:a:f5:nginx:1.25.3:*:*:*:*:*:*:*' });
-    await addVulnerability(t.database.db, org.organisationId, serviceId, hostId, { cveId: 'CVE-2024-7347', severity: 'medium', cvss: 4.7 });
+    await addVulnerability(t.database.db, org.organisationId, serviceId, hostId, { cveId: 'CVE-2024-7347', severity: 'medium', score: 4.7 });
     await addCertificate(t.database.db, org.organisationId, hostId, { trustStatus: 'trusted' });
     await addTopology(t.database.db, org.organisationId, { kind: 'network', siteId: site.id });
     const theirHost = await addHost(t.database.db, other.organisationId, { hostname: 'web-1', addresses: ['10.20.0.5'] });
@@ -105,7 +105,7 @@ describe('inventory collections (spec 2, 4.1)', () => {
     const services = (await get('/api/v1/services')).json().data;
     expect(services).toEqual([expect.objectContaining({ id: serviceId, hostId, port: 443, protocol: 'tcp', name: 'https', product: 'nginx', version: '1.25.3', cpe: 'cpe:2.3:a:f5:nginx:1.25.3:*:*:*:*:*:*:*' })]);
     const vulns = (await get('/api/v1/vulnerabilities')).json().data;
-    expect(vulns).toEqual([expect.objectContaining({ serviceId, hostId, cveId: 'CVE-2024-7347', severity: 'medium', cvss: 4.7, state: 'open' })]);
+    expect(vulns).toEqual([expect.objectContaining({ serviceId, hostId, cveId: 'CVE-2024-7347', severity: 'medium', score: 4.7, state: 'open' })]);
     const certs = (await get('/api/v1/certificates')).json().data;
     expect(certs).toEqual([expect.objectContaining({ hostId, subject: 'CN=example.test', issuer: 'CN=Example CA', trustStatus: 'trusted', notBefore: '2026-01-01T00:00:00.000Z', fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/) })]);
     const topologies = (await get('/api/v1/topologies')).json().data;

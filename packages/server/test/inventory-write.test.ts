@@ -440,7 +440,7 @@ describe('PATCH /api/v1/vulnerabilities/{id} (decisions.md "Vulnerability transi
   async function vulnerability(state: State, o: SeededOrg = org) {
     const hostId = await addHost(t.database.db, o.organisationId, { hostname: `vuln-host-${port}` });
     const serviceId = await addService(t.database.db, o.organisationId, hostId, { port: port++ });
-    const id = await addVulnerability(t.database.db, o.organisationId, serviceId, hostId, { cveId: 'CVE-2024-3094', severity: 'critical', cvss: 10, state });
+    const id = await addVulnerability(t.database.db, o.organisationId, serviceId, hostId, { cveId: 'CVE-2024-3094', severity: 'critical', score: 10, state });
     await t.database.db.updateTable('vulnerabilities').set({ state_changed_at: BACKDATED, updated_at: BACKDATED }).where('id', '=', id).execute();
     return { id, hostId, serviceId };
   }
@@ -465,7 +465,7 @@ describe('PATCH /api/v1/vulnerabilities/{id} (decisions.md "Vulnerability transi
     const { result: res, audit } = await withAudit(t, org.organisationId, () => patch(v.id, { state: to }));
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json();
-    expect(body).toMatchObject({ id: v.id, serviceId: v.serviceId, hostId: v.hostId, cveId: 'CVE-2024-3094', severity: 'critical', cvss: 10, state: to, resolvedAt: null });
+    expect(body).toMatchObject({ id: v.id, serviceId: v.serviceId, hostId: v.hostId, cveId: 'CVE-2024-3094', severity: 'critical', score: 10, state: to, resolvedAt: null });
     expect(body.stateChangedAt).toMatch(RFC3339);
     expect(Date.parse(body.stateChangedAt)).toBeGreaterThan(BACKDATED.getTime());
     expect(Date.parse(body.stateChangedAt)).toBeGreaterThanOrEqual(started - 60_000);

@@ -1,8 +1,18 @@
-import { FlowsRequest, FlowsResponse, HeartbeatRequest, HeartbeatResponse, ObservationsRequest, ObservationsResponse, PollRequest, PollResponse, RegisterRequest, RegisterResponse } from '../daemon.js';
+import { DaemonList, FlowsRequest, FlowsResponse, HeartbeatRequest, HeartbeatResponse, ObservationsRequest, ObservationsResponse, PollRequest, PollResponse, RegisterRequest, RegisterResponse } from '../daemon.js';
 import { type RouteDef, route } from '../route-def.js';
 
 /** The daemon protocol (daemon keys). */
 export const daemonRoutes = {
+  listDaemons: route({
+    method: 'GET',
+    url: '/api/v1/daemons',
+    operationId: 'listDaemons',
+    summary: 'The organisation\'s daemons with their status and quiet time (the console\'s Daemons screen and overview)',
+    tags: ['console'],
+    internal: true,
+    auth: { kind: 'session' },
+    response: { 200: DaemonList },
+  }),
   daemonRegister: route({
     method: 'POST',
     url: '/api/v1/daemon/register',

@@ -20,6 +20,21 @@ export const scanRoutes = {
     errors: ['not_found', 'no_daemon_online', 'nmap_unavailable', 'scan_already_active'],
     response: { 202: ScanSession },
   }),
+  listNetworkScans: route({
+    method: 'GET',
+    url: '/api/v1/scans',
+    operationId: 'listNetworkScans',
+    summary: 'A network\'s scan sessions, newest first (the console\'s history of a network)',
+    description:
+      'The sessions of `networkId` in the session\'s organisation, newest (`createdAt`) first, at most `limit` (default 20). ' +
+      'A network that does not exist in the session\'s organisation (another organisation\'s included) answers 404 `not_found`.',
+    tags: ['console'],
+    internal: true,
+    auth: { kind: 'session' },
+    querystring: z.strictObject({ networkId: Uuid, limit: z.coerce.number().int().min(1).max(100).default(20) }),
+    errors: ['not_found'],
+    response: { 200: z.object({ data: z.array(ScanSession) }) },
+  }),
   getScan: route({
     method: 'GET',
     url: '/api/v1/scans/:id',

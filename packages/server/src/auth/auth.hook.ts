@@ -1,4 +1,4 @@
-import { type Role, type RouteAuth, isUuid, problemCodes, roleAtLeast } from '@surveyor/contract';
+import { type Role, type RouteAuth, type Scope, acceptsSession, isUuid, problemCodes, roleAtLeast, scopeMinimumRole } from '@surveyor/contract';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authenticateBearer, authenticateSession, keyGrants } from './auth.service.js';
 import type { Principal } from './principal.js';
@@ -68,6 +68,9 @@ export function registerAuthHook(app: FastifyInstance, deps: { database: Databas
     if (auth.kind === 'session') return sessionAuth(request, auth.minRole);
 
     const token = bearer(request);
+    // The console calls the inventory API with its session cookie (no Authorization header),
+    // as its user: the user's role must allow the route's scope.
+    if (token === null && acceptsSession(auth) && request.cookies?.[SESSION_COOKIE]) return sessionAuth(request, undefined, auth.scope);
     const principal = token ? await authenticateBearer(database, token) : null;
     const wanted = auth.kind === 'daemon' ? 'daemon' : 'apiKey';
     if (!principal || principal.kind !== wanted) {
@@ -95,7 +98,7 @@ export function registerAuthHook(app: FastifyInstance, deps: { database: Databas
     request.principal = principal;
   });
 
-  async function sessionAuth(request: FastifyRequest, minRole: Role | undefined) {
+  async function sessionAuth(request: FastifyRequest, minRole: Role | undefined, scope?: Scope) {
     const token = request.cookies?.[SESSION_COOKIE];
     const principal = token ? await authenticateSession(db, token) : null;
     if (!principal) {
@@ -105,6 +108,9 @@ export function registerAuthHook(app: FastifyInstance, deps: { database: Databas
     limit(request, `user:${principal.userId}`, config.rateLimits.keyPerMinute);
     if (minRole && !roleAtLeast(principal.role, minRole)) {
       throw new AppError('forbidden', `This needs role ${minRole} or above; you are ${principal.role}.`, { requiredScope: `role:${minRole}` });
+    }
+    if (scope && !roleAtLeast(principal.role, scopeMinimumRole[scope])) {
+      throw new AppError('forbidden', `This needs ${scope}, which role ${principal.role} does not allow.`, { requiredScope: scope });
     }
     if (principal.mustChangePassword && !PASSWORD_CHANGE_ROUTES.has(request.routeOptions.config?.operationId ?? '')) {
       throw new AppError('forbidden', 'Change the one-time password first: POST /api/v1/auth/password.');

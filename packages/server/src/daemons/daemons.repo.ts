@@ -54,7 +54,7 @@ export async function insertDaemon(db: Kysely<DB>, organisationId: string, f: Da
   return id;
 }
 
-/** Re-registration: facts refreshed, a new boot id counted as a restart; the site is left alone. */
+/** Re-registration: facts refreshed, a new boot id counted as a restart; the site is left alone (one set in the UI always wins). */
 export async function updateDaemon(db: Kysely<DB>, organisationId: string, id: string, f: DaemonFacts) {
   await sql`
     update daemons set key_id = ${f.keyId}, version = ${f.version}, os = ${f.os}, arch = ${f.arch},
@@ -118,5 +118,18 @@ export async function markQuietDaemonsOffline(db: Kysely<DB>, at: Date): Promise
       })}
     )
     select organisation_id, id from quiet order by organisation_id, id`.execute(db);
+  return r.rows;
+}
+
+/** Every daemon of the organisation for the console, the quietest first. */
+export async function listDaemons(db: Kysely<DB>, organisationId: string, id?: string) {
+  const r = await sql<{
+    id: string; name: string; site_id: string | null; status: string; version: string; os: string; arch: string; capabilities: Record<string, boolean>;
+    network_cidrs: string[]; last_heartbeat_at: Date | null; quiet: number; heartbeat_interval_seconds: number; flows_dropped: number; restart_count: number; registered_at: Date;
+  }>`
+    select id, name, site_id, status, version, os, arch, capabilities, network_cidrs::text[] as network_cidrs, last_heartbeat_at,
+           extract(epoch from now() - coalesce(last_heartbeat_at, registered_at))::float8 as quiet, heartbeat_interval_seconds, flows_dropped, restart_count, registered_at
+    from daemons where organisation_id = ${organisationId} ${id === undefined ? sql`` : sql`and id = ${id}`}
+    order by coalesce(last_heartbeat_at, registered_at), name`.execute(db);
   return r.rows;
 }

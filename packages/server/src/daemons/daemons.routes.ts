@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
-import { daemonPrincipal } from '../http/principals.js';
+import { daemonPrincipal, sessionPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import { claimNextJob } from '../scans/scans.service.js';
 import * as daemons from './daemons.service.js';
@@ -12,6 +12,8 @@ import type { JobWaiters } from './job-waiters.js';
 /** The daemon protocol (spec 4.4): register, heartbeat, job poll (observations and flows: ingest/ingest.routes.ts). */
 export function registerDaemonRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; config: Config; waiters: JobWaiters }): void {
   const { db, config, waiters } = deps;
+
+  addRoute(app, routes.listDaemons, async (request) => daemons.listDaemons(db, sessionPrincipal(request).organisationId));
 
   addRoute(app, routes.daemonRegister, async (request) => {
     const daemonId = await daemons.register(db, daemonPrincipal(request), request.body);

@@ -57,3 +57,34 @@ export async function heartbeat(db: Kysely<DB>, p: DaemonPrincipal, input: z.out
   await repo.recordHeartbeat(db, p.organisationId, daemon.id, status, input.loadedSignatures, intervalSeconds);
   return { status, serverTime: new Date().toISOString() } as const;
 }
+
+/** The console's list of daemons (GET /api/v1/daemons), the quietest first. */
+export async function listDaemons(db: Kysely<DB>, organisationId: string) {
+  return { data: (await repo.listDaemons(db, organisationId)).map(summary) };
+}
+
+/** One daemon of the organisation as the console lists it, or undefined. */
+export async function daemonSummary(db: Kysely<DB>, organisationId: string, id: string) {
+  const [d] = await repo.listDaemons(db, organisationId, id);
+  return d && summary(d);
+}
+
+function summary(d: Awaited<ReturnType<typeof repo.listDaemons>>[number]) {
+  return {
+    id: d.id,
+    name: d.name,
+    siteId: d.site_id,
+    status: d.status as 'online',
+    version: d.version,
+    os: d.os,
+    arch: d.arch,
+    capabilities: d.capabilities,
+    networkCidrs: d.network_cidrs,
+    lastHeartbeatAt: d.last_heartbeat_at ? new Date(d.last_heartbeat_at).toISOString() : null,
+    quietSeconds: Math.max(0, Math.round(d.quiet)),
+    heartbeatIntervalSeconds: d.heartbeat_interval_seconds,
+    flowsDropped: Number(d.flows_dropped),
+    restartCount: d.restart_count,
+    registeredAt: new Date(d.registered_at).toISOString(),
+  };
+}

@@ -260,10 +260,13 @@ export interface VulnerabilitiesTable {
   service_id: string;
   host_id: string;
   cve_id: string;
-  title: string | null;
+  advisory_id: string | null;
+  summary: string | null;
   severity: string;
   /** numeric(3,1): read as text by both drivers. */
-  cvss: ColumnType<string | null, number | string | null | undefined, number | string | null>;
+  score: ColumnType<string | null, number | string | null | undefined, number | string | null>;
+  vector: string | null;
+  matched_cpe: string | null;
   state: Generated<string>;
   note: string | null;
   first_seen_at: Timestamp;
@@ -272,6 +275,61 @@ export interface VulnerabilitiesTable {
   resolved_at: NullableTimestamp;
   created_at: Created;
   updated_at: Timestamp;
+}
+
+/** numeric(3,1): read as text by both drivers. */
+type Score = ColumnType<string | null, number | string | null | undefined, number | string | null>;
+
+export interface AdvisoriesTable {
+  id: string;
+  source: 'nvd' | 'osv';
+  cve_id: string;
+  aliases: ColumnType<string[], string[] | undefined, string[]>;
+  summary: string | null;
+  published_at: NullableTimestamp;
+  modified_at: Timestamp;
+  cvss31_vector: string | null;
+  cvss31_score: Score;
+  cvss40_vector: string | null;
+  cvss40_score: Score;
+  cvss30_vector: string | null;
+  cvss30_score: Score;
+  score: Score;
+  vector: string | null;
+  severity: string;
+  refs: ColumnType<unknown, string | undefined, string>;
+  affected: ColumnType<unknown, string, string>;
+  withdrawn: Generated<boolean>;
+  content_sha256: string;
+  imported_at: Timestamp;
+  changed_at: Timestamp;
+}
+
+export interface AdvisoryProductsTable {
+  product_key: string;
+  advisory_id: string;
+}
+
+export interface AdvisoryFeedTable {
+  id: Generated<boolean>;
+  url: string | null;
+  etag: string | null;
+  last_modified: string | null;
+  nvd_through: NullableTimestamp;
+  confirmed_at: NullableTimestamp;
+  last_attempt_at: NullableTimestamp;
+  last_error: string | null;
+}
+
+export interface ServiceMatchKeysTable {
+  organisation_id: string;
+  service_id: string;
+  product_key: string;
+}
+
+export interface AdvisoryMatchStateTable {
+  organisation_id: string;
+  matched_at: Timestamp;
 }
 
 export interface SnapshotsTable {
@@ -529,6 +587,11 @@ export interface DB {
   services: ServicesTable;
   certificates: CertificatesTable;
   vulnerabilities: VulnerabilitiesTable;
+  advisories: AdvisoriesTable;
+  advisory_products: AdvisoryProductsTable;
+  advisory_feed: AdvisoryFeedTable;
+  service_match_keys: ServiceMatchKeysTable;
+  advisory_match_state: AdvisoryMatchStateTable;
   snapshots: SnapshotsTable;
   topologies: TopologiesTable;
   organisations: OrganisationsTable;

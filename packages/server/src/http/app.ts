@@ -122,9 +122,11 @@ export async function buildApp({ config, logger, registrars }: AppDeps): Promise
     if (where) throw new AppError('validation_failed', 'Text may not contain the NUL character (\\u0000).', { issues: [{ path: where, message: 'must not contain the NUL character (\\u0000)' }] });
   });
 
-  // A second router of the same routes answers "which methods does this path have" for 405.
+  // A second router of the same routes answers "which methods does this path have" for 405. A
+  // catch-all route (the console's pages, `/*`) is left out: it would claim every path.
   const paths = FindMyWay();
   app.addHook('onRoute', (r) => {
+    if (r.url.endsWith('/*') && !r.url.includes('/', 1)) return;
     for (const m of [r.method].flat()) if (m !== 'HEAD') paths.on(m as 'GET', r.url, () => {});
   });
 

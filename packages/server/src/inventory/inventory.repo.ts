@@ -108,7 +108,7 @@ export function listCertificates(db: Kysely<DB>, p: PageArgs, f: { hostId?: stri
 }
 
 const vulnerabilityColumns = [
-  'id', 'seq', 'service_id', 'host_id', 'cve_id', 'title', 'severity', 'cvss', 'state', 'note',
+  'id', 'seq', 'service_id', 'host_id', 'cve_id', 'advisory_id', 'summary', 'severity', 'score', 'vector', 'matched_cpe', 'state', 'note',
   iso('first_seen_at'), iso('last_seen_at'), iso('state_changed_at'), isoOrNull('resolved_at'), iso('created_at'), iso('updated_at'),
 ] as const;
 

@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
+import { logChanges } from '../events/changes.js';
 import type { CursorCodec } from './cursor.js';
 import * as repo from './inventory.repo.js';
 import { toSnapshot } from '../snapshots/snapshots.service.js';
@@ -95,9 +96,12 @@ export const toVulnerability = (r: Row<typeof repo.listVulnerabilities>) => ({
   serviceId: r.service_id,
   hostId: r.host_id,
   cveId: r.cve_id,
-  title: r.title,
+  advisoryId: r.advisory_id,
+  summary: r.summary,
   severity: r.severity as 'critical',
-  cvss: r.cvss === null ? null : Number(r.cvss),
+  score: r.score === null ? null : Number(r.score),
+  vector: r.vector,
+  matchedCpe: r.matched_cpe,
   state: r.state as VulnerabilityState,
   note: r.note,
   firstSeenAt: r.first_seen_at,
@@ -209,6 +213,7 @@ export async function patchVulnerability(db: Kysely<DB>, actor: Actor & { organi
       targetId: id,
       changes: { state: { from, to: input.state }, ...(input.note !== undefined ? { note: { from: current.note, to: input.note } } : {}) },
     });
+    await logChanges(trx, actor.organisationId, 'vulnerability', [id], 'updated');
     return toVulnerability(updated);
   });
 }

@@ -1,8 +1,10 @@
+import { scanSessionStates } from '@surveyor/contract';
 import { type Kysely, sql } from 'kysely';
+import { feedAgeSeconds } from '../advisories/advisories.repo.js';
 import type { DB } from '../db/schema.js';
+import { certificatesExpiring, sessionCounts } from '../overview/overview.repo.js';
 
 const DAEMON_STATUSES = ['pending', 'online', 'degraded'] as const;
-const SESSION_STATES = ['queued', 'dispatched', 'running', 'completed', 'failed', 'cancelled', 'stalled'] as const;
 const SEVERITIES = ['critical', 'high', 'medium', 'low', 'none'] as const;
 const FINDING_STATES = ['open', 'acknowledged', 'resolved', 'false_positive'] as const;
 const WINDOWS = [['expired', 0], ['1d', 1], ['7d', 7], ['14d', 14], ['30d', 30]] as const;
@@ -39,7 +41,7 @@ export function exposition(families: Family[]): string {
  */
 export async function collectMetrics(db: Kysely<DB>, organisationId: string, now: Date = new Date()): Promise<string> {
   const o = organisationId;
-  const [jobs, daemons, sessions, findings, certs, counts, snapshot] = await Promise.all([
+  const [jobs, daemons, sessions, findings, certs, counts, snapshot, feedAge] = await Promise.all([
     sql<{ job: string; age: number; ok: boolean }>`
       select g.job, extract(epoch from (${now}::timestamptz - g.last_run_at))::float8 as age, coalesce(mine.outcome, g.outcome) = 'ok' as ok
       from job_status g left join job_status mine on mine.job = g.job and mine.organisation_id = ${o}
@@ -47,26 +49,18 @@ export async function collectMetrics(db: Kysely<DB>, organisationId: string, now
     sql<{ status: string; n: number; quiet: number | null }>`
       select status, count(*)::int as n, max(extract(epoch from (${now}::timestamptz - coalesce(last_heartbeat_at, created_at))))::float8 as quiet
       from daemons where organisation_id = ${o} group by status`.execute(db),
-    sql<{ state: string; n: number }>`select state, count(*)::int as n from scan_sessions where organisation_id = ${o} group by state`.execute(db),
+    sessionCounts(db, o),
     sql<{ severity: string; state: string; n: number }>`select severity, state, count(*)::int as n from vulnerabilities where organisation_id = ${o} group by severity, state`.execute(db),
-    sql<{ expired: number; d1: number; d7: number; d14: number; d30: number }>`
-      select count(*) filter (where not_after <= ${now})::int as expired,
-             count(*) filter (where not_after > ${now} and not_after <= ${now}::timestamptz + interval '1 day')::int as d1,
-             count(*) filter (where not_after > ${now} and not_after <= ${now}::timestamptz + interval '7 days')::int as d7,
-             count(*) filter (where not_after > ${now} and not_after <= ${now}::timestamptz + interval '14 days')::int as d14,
-             count(*) filter (where not_after > ${now} and not_after <= ${now}::timestamptz + interval '30 days')::int as d30
-      from certificates where organisation_id = ${o} and not_after <= ${now}::timestamptz + interval '30 days'`.execute(db),
+    certificatesExpiring(db, o, now),
     sql<{ hosts: number; services: number }>`
       select (select count(*) from hosts where organisation_id = ${o})::int as hosts,
              (select count(*) from services where organisation_id = ${o} and gone_at is null)::int as services`.execute(db),
     sql<{ age: number | null }>`
       select extract(epoch from (${now}::timestamptz - max(captured_at)))::float8 as age from snapshots where organisation_id = ${o}`.execute(db),
+    feedAgeSeconds(db, now),
   ]);
   const daemonBy = new Map(daemons.rows.map((r) => [r.status, r]));
-  const sessionBy = new Map(sessions.rows.map((r) => [r.state, r.n]));
   const findingBy = new Map(findings.rows.map((r) => [`${r.severity}|${r.state}`, r.n]));
-  const c = certs.rows[0]!;
-  const windowCount: Record<string, number> = { expired: c.expired, '1d': c.d1, '7d': c.d7, '14d': c.d14, '30d': c.d30 };
   const age = (v: number) => Math.max(0, v);
   const families: Family[] = [
     { name: 'service_job_last_run_age_seconds', help: 'Seconds since the job last ran. Above 3 times its interval: the scheduler stopped.', samples: jobs.rows.map((j) => ({ labels: { job: j.job }, value: age(j.age) })) },
@@ -78,8 +72,10 @@ export async function collectMetrics(db: Kysely<DB>, organisationId: string, now
     },
     { name: 'service_daemons', help: 'Daemons per status.', samples: DAEMON_STATUSES.map((s) => ({ labels: { status: s }, value: daemonBy.get(s)?.n ?? 0 })) },
     ...(snapshot.rows[0]?.age == null ? [] : [{ name: 'service_snapshot_age_seconds', help: 'Seconds since the latest snapshot. Above about 90000: a daily snapshot was missed.', samples: [{ value: age(snapshot.rows[0].age) }] }]),
-    // service_cve_feed_age_seconds: no advisory feed is mirrored yet, so the series is absent (spec 4.8).
-    { name: 'service_scan_sessions', help: 'Scan sessions per state.', samples: SESSION_STATES.map((s) => ({ labels: { state: s }, value: sessionBy.get(s) ?? 0 })) },
+    ...(feedAge === null
+      ? []
+      : [{ name: 'service_cve_feed_age_seconds', help: 'Seconds since the advisory mirror last changed or was confirmed current (an import, or a fetch of SERVICE_ADVISORY_FEED_URL). Absent while it holds no advisory.', samples: [{ value: age(feedAge) }] }]),
+    { name: 'service_scan_sessions', help: 'Scan sessions per state.', samples: scanSessionStates.map((s) => ({ labels: { state: s }, value: sessions[s] })) },
     {
       name: 'service_findings',
       help: 'Vulnerability findings per severity and state.',
@@ -88,7 +84,7 @@ export async function collectMetrics(db: Kysely<DB>, organisationId: string, now
     {
       name: 'service_certificates_expiring',
       help: 'Certificates whose notAfter falls within the window (cumulative, not yet expired); expired: already past.',
-      samples: WINDOWS.map(([w]) => ({ labels: { window: w }, value: windowCount[w]! })),
+      samples: WINDOWS.map(([w]) => ({ labels: { window: w }, value: certs[w] })),
     },
     { name: 'service_hosts', help: 'Hosts in the inventory.', samples: [{ value: counts.rows[0]!.hosts }] },
     { name: 'service_services', help: 'Services in the inventory (those not gone).', samples: [{ value: counts.rows[0]!.services }] },

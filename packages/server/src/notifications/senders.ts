@@ -100,7 +100,7 @@ export function summary(e: EventPayload): string {
     case 'daemon.online':
       return `Daemon ${name} is back online`;
     case 'vulnerability.opened':
-      return `${String(d.severity)} vulnerability ${String(d.cveId)} opened${d.title ? `: ${String(d.title)}` : ''}`;
+      return `${String(d.severity)} vulnerability ${String(d.cveId)} opened${d.summary ? `: ${String(d.summary)}` : ''}`;
     case 'job.failed':
       return `Job ${e.subject.id} failed${d.error ? `: ${String(d.error)}` : ''}`;
     case 'scan.failed':

@@ -16,6 +16,23 @@ export function findSession(db: Kysely<DB>, organisationId: string, id: string) 
   return db.selectFrom('scan_sessions').select(sessionColumns).where('organisation_id', '=', organisationId).where('id', '=', id).executeTakeFirst();
 }
 
+/** The network's sessions, newest first; none for a network of another organisation. */
+export function listNetworkSessions(db: Kysely<DB>, organisationId: string, networkId: string, limit: number) {
+  return db
+    .selectFrom('scan_sessions')
+    .select(sessionColumns)
+    .where('organisation_id', '=', organisationId)
+    .where('network_id', '=', networkId)
+    .orderBy('scan_sessions.created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+export async function networkExists(db: Kysely<DB>, organisationId: string, networkId: string) {
+  return !!(await db.selectFrom('networks').select('id').where('organisation_id', '=', organisationId).where('id', '=', networkId).executeTakeFirst());
+}
+
 export function findActiveSession(db: Kysely<DB>, organisationId: string, networkId: string) {
   return db
     .selectFrom('scan_sessions')

@@ -40,6 +40,12 @@ async function sessionOrThrow(db: Kysely<DB>, organisationId: string, id: string
 
 export const getScan = async (db: Kysely<DB>, organisationId: string, id: string) => toScanSession(await sessionOrThrow(db, organisationId, id));
 
+/** A network's sessions, newest first (console history); 404 for a network not in the organisation. */
+export async function listNetworkScans(db: Kysely<DB>, organisationId: string, networkId: string, limit: number) {
+  if (!(await repo.networkExists(db, organisationId, networkId))) throw new AppError('not_found', `No network ${networkId}.`);
+  return { data: (await repo.listNetworkSessions(db, organisationId, networkId, limit)).map(toScanSession) };
+}
+
 /**
  * Queues a scan on an online daemon that may scan the network (decisions.md "Scan sessions").
  * Refusals queue nothing: no daemon online, nmap asked of daemons without it, a scan queued or

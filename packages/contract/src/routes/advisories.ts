@@ -1,0 +1,33 @@
+import { AdvisoryImportRequest, AdvisoryImportResult } from '../advisories.js';
+import { CveMatchResponse } from '../jobs.js';
+import { type RouteDef, route } from '../route-def.js';
+
+/** The advisory mirror for admins (internal: the console's import and "match now"). */
+export const advisoryRoutes = {
+  adminAdvisoryImport: route({
+    method: 'POST',
+    url: '/api/v1/admin/advisories/import',
+    operationId: 'adminAdvisoryImport',
+    summary: 'Import advisories (an NVD CVE API 2.0 or OSV JSON document) into the mirror shared by every organisation',
+    description:
+      'Idempotent: a record already held at the same or a newer modification time changes nothing; a newer one replaces it. ' +
+      'Matching happens on the next `cve.match` run (every 5 minutes), or now with `POST /api/v1/admin/cve-match`. ' +
+      'The body may be as large as SERVICE_INGEST_BODY_LIMIT_BYTES; for whole feeds use `surveyor advisories import` or SERVICE_ADVISORY_FEED_URL.',
+    tags: ['admin'],
+    internal: true,
+    auth: { kind: 'session', minRole: 'admin' },
+    body: AdvisoryImportRequest,
+    response: { 200: AdvisoryImportResult },
+  }),
+  adminCveMatch: route({
+    method: 'POST',
+    url: '/api/v1/admin/cve-match',
+    operationId: 'adminCveMatch',
+    summary: 'Run the cve.match job now for the session\'s organisation: pull the feed when one is configured, then match what changed',
+    tags: ['admin'],
+    internal: true,
+    auth: { kind: 'session', minRole: 'admin' },
+    errors: ['conflict'],
+    response: { 200: CveMatchResponse },
+  }),
+} as const satisfies Record<string, RouteDef>;

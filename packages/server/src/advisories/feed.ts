@@ -1,0 +1,115 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { DB } from '../db/schema.js';
+import { ProviderError } from '../jobs/runner.js';
+import * as repo from './advisories.repo.js';
+import { parseDocument, storeAdvisories } from './import.service.js';
+
+export interface FeedConfig {
+  url: string;
+  apiKey?: string | undefined;
+  timeoutMs: number;
+  /** Pause between NVD API pages (its rate limit). */
+  pageDelayMs: number;
+}
+
+export interface FeedPull {
+  mode: 'nvd' | 'file';
+  /** False when the feed answered 304 (or the NVD API had nothing new). */
+  changed: boolean;
+  new: number;
+  updated: number;
+  pages: number;
+}
+
+/** Largest page the NVD API serves, and the longest lastModified range it accepts (120 days). */
+const NVD_PAGE = 2000;
+const NVD_MAX_RANGE_MS = 120 * 86_400_000;
+
+/** The NVD CVE API 2.0 (`…/rest/json/cves/2.0`): paged, with lastModified increments. Anything else is a file. */
+export function isNvdApi(url: string): boolean {
+  return /\/rest\/json\/cves\/2\.0\/?$/.test(new URL(url).pathname);
+}
+
+/** NVD wants an explicit offset: `2024-07-01T13:00:00.000+00:00`. */
+const nvdDate = (d: Date) => d.toISOString().replace('Z', '+00:00');
+
+async function get(url: string, cfg: FeedConfig, signal: AbortSignal | undefined, headers: Record<string, string> = {}): Promise<Response> {
+  const timeout = AbortSignal.timeout(cfg.timeoutMs);
+  const res = await fetch(url, {
+    headers: { accept: 'application/json, application/gzip;q=0.9, */*;q=0.5', 'user-agent': 'surveyor-advisory-mirror', ...(cfg.apiKey ? { apiKey: cfg.apiKey } : {}), ...headers },
+    signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+  });
+  if (res.status !== 200 && res.status !== 304) {
+    await res.body?.cancel();
+    // The URL may carry a key in its query: only its origin and path are said.
+    const u = new URL(url);
+    throw new ProviderError(`advisory feed ${u.origin}${u.pathname} answered ${res.status}`, res.status);
+  }
+  return res;
+}
+
+/**
+ * Pulls SERVICE_ADVISORY_FEED_URL into the mirror (job cve.match, before matching). The NVD API is
+ * read page by page, from the last complete pull's end (`lastModStartDate`/`lastModEndDate`) or
+ * whole the first time; a file URL (JSON or gzip) is fetched with `If-None-Match` /
+ * `If-Modified-Since` from its last answer. A failure is recorded and thrown (5xx, 408, 429 and
+ * timeouts are transient: the job retries); the mirror keeps what it had.
+ */
+export async function pullFeed(db: Kysely<DB>, cfg: FeedConfig, logger: Logger, signal?: AbortSignal): Promise<FeedPull> {
+  try {
+    return isNvdApi(cfg.url) ? await pullNvd(db, cfg, logger, signal) : await pullFile(db, cfg, signal);
+  } catch (err) {
+    await repo.recordFeedError(db, cfg.url, String((err as Error)?.message ?? err));
+    throw err;
+  }
+}
+
+async function pullFile(db: Kysely<DB>, cfg: FeedConfig, signal: AbortSignal | undefined): Promise<FeedPull> {
+  const state = await repo.feedState(db);
+  const same = state?.url === cfg.url;
+  const res = await get(cfg.url, cfg, signal, {
+    ...(same && state?.etag ? { 'if-none-match': state.etag } : {}),
+    ...(same && state?.lastModified ? { 'if-modified-since': state.lastModified } : {}),
+  });
+  const validators = { url: cfg.url, etag: res.headers.get('etag') ?? (same ? state?.etag : null) ?? null, lastModified: res.headers.get('last-modified') ?? (same ? state?.lastModified : null) ?? null };
+  if (res.status === 304) {
+    await repo.confirmFeed(db, validators);
+    return { mode: 'file', changed: false, new: 0, updated: 0, pages: 0 };
+  }
+  const doc = parseDocument(Buffer.from(await res.arrayBuffer()));
+  const r = await storeAdvisories(db, [doc]);
+  await repo.confirmFeed(db, validators);
+  return { mode: 'file', changed: r.new + r.updated > 0, new: r.new, updated: r.updated, pages: 1 };
+}
+
+async function pullNvd(db: Kysely<DB>, cfg: FeedConfig, logger: Logger, signal: AbortSignal | undefined): Promise<FeedPull> {
+  const state = await repo.feedState(db);
+  const end = new Date();
+  const from = state?.url === cfg.url && state.nvdThrough && end.getTime() - state.nvdThrough.getTime() <= NVD_MAX_RANGE_MS ? state.nvdThrough : null;
+  const out: FeedPull = { mode: 'nvd', changed: false, new: 0, updated: 0, pages: 0 };
+  for (let start = 0; ; ) {
+    const u = new URL(cfg.url);
+    u.searchParams.set('startIndex', String(start));
+    u.searchParams.set('resultsPerPage', String(NVD_PAGE));
+    if (from) {
+      u.searchParams.set('lastModStartDate', nvdDate(from));
+      u.searchParams.set('lastModEndDate', nvdDate(end));
+    }
+    const page = parseDocument(Buffer.from(await (await get(u.toString(), cfg, signal)).arrayBuffer())) as { totalResults?: unknown; resultsPerPage?: unknown; vulnerabilities?: unknown };
+    if (!Array.isArray(page.vulnerabilities) || typeof page.totalResults !== 'number') throw new ProviderError('advisory feed answered a page without totalResults and vulnerabilities[]');
+    const r = await storeAdvisories(db, [page]);
+    out.pages++;
+    out.new += r.new;
+    out.updated += r.updated;
+    const served = typeof page.resultsPerPage === 'number' && page.resultsPerPage > 0 ? page.resultsPerPage : page.vulnerabilities.length;
+    start += served;
+    if (served === 0 || start >= page.totalResults) break;
+    logger.debug({ start, total: page.totalResults }, 'advisory feed: next page');
+    if (cfg.pageDelayMs > 0) await delay(cfg.pageDelayMs, undefined, signal ? { signal } : {});
+  }
+  out.changed = out.new + out.updated > 0;
+  await repo.confirmFeed(db, { url: cfg.url, nvdThrough: end });
+  return out;
+}

@@ -1,0 +1,9 @@
+/**
+ * Matching vulnerability advisories to services, with no database and no network: CPE 2.3 names
+ * (cpe.ts), the order of product versions (version.ts), NVD `configurations` (configurations.ts) and
+ * OSV `affected` ranges (osv.ts).
+ */
+export * from './configurations.js';
+export * from './cpe.js';
+export * from './osv.js';
+export * from './version.js';

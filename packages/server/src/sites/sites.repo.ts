@@ -1,0 +1,37 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+import { rfc3339 } from '../db/sql.js';
+import { logChanges } from '../events/changes.js';
+
+const siteColumns = ['id', 'code', 'name', 'description', rfc3339('created_at').as('created_at'), rfc3339('updated_at').as('updated_at')] as const;
+
+export type SiteRow = { id: string; code: string; name: string; description: string | null; created_at: string; updated_at: string };
+
+/** The new site, or undefined when the organisation already has its code (case-insensitive). */
+export async function insertSite(db: Kysely<DB>, organisationId: string, code: string, name: string): Promise<SiteRow | undefined> {
+  const r = await sql<{ id: string }>`insert into sites (organisation_id, code, name) values (${organisationId}, ${code}, ${name})
+    on conflict (organisation_id, lower(code)) do nothing returning id`.execute(db);
+  const id = r.rows[0]?.id;
+  return id ? findSite(db, organisationId, id) : undefined;
+}
+
+export function findSite(db: Kysely<DB>, organisationId: string, id: string): Promise<SiteRow | undefined> {
+  return db.selectFrom('sites').select(siteColumns).where('organisation_id', '=', organisationId).where('id', '=', id).executeTakeFirst() as Promise<SiteRow | undefined>;
+}
+
+/** Renames a site; false when the organisation has no such site. */
+export async function renameSite(db: Kysely<DB>, organisationId: string, id: string, name: string): Promise<boolean> {
+  const r = await db.updateTable('sites').set({ name, updated_at: sql`now()` }).where('organisation_id', '=', organisationId).where('id', '=', id).executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** The daemon's current site, locked for the change; undefined when the organisation has no such daemon. */
+export function findDaemonForUpdate(db: Kysely<DB>, organisationId: string, id: string) {
+  return db.selectFrom('daemons').select(['id', 'site_id', 'site_set_in_ui']).where('organisation_id', '=', organisationId).where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+/** Sets (or clears) a daemon's site from the console: set marks it as the UI's, so registration leaves it alone. */
+export async function setDaemonSite(db: Kysely<DB>, organisationId: string, id: string, siteId: string | null): Promise<void> {
+  await db.updateTable('daemons').set({ site_id: siteId, site_set_in_ui: siteId !== null, updated_at: sql`now()` }).where('organisation_id', '=', organisationId).where('id', '=', id).execute();
+  await logChanges(db, organisationId, 'daemon', [id], 'updated');
+}

@@ -1,0 +1,66 @@
+import type { CreateSiteRequest, EnrolDaemonRequest, RenameSiteRequest } from '@surveyor/contract';
+import type { Kysely } from 'kysely';
+import type { z } from 'zod';
+import { createDaemonKey } from '../admin/admin.service.js';
+import { type Actor, recordAudit } from '../audit/audit.repo.js';
+import { daemonSummary } from '../daemons/daemons.service.js';
+import type { DB } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import * as repo from './sites.repo.js';
+
+type OrgActor = Actor & { organisationId: string };
+
+function siteView(s: repo.SiteRow) {
+  return { id: s.id, code: s.code, name: s.name, description: s.description, createdAt: s.created_at, updatedAt: s.updated_at };
+}
+
+async function siteOrThrow(db: Kysely<DB>, organisationId: string, id: string) {
+  const site = await repo.findSite(db, organisationId, id);
+  if (!site) throw new AppError('not_found', `No site ${id}.`);
+  return site;
+}
+
+/** Adds a site; a code the organisation already has (case-insensitive) is 409 `duplicate`. */
+export async function createSite(db: Kysely<DB>, actor: OrgActor, input: z.output<typeof CreateSiteRequest>) {
+  const site = await db.transaction().execute(async (trx) => {
+    const s = await repo.insertSite(trx, actor.organisationId, input.code, input.name);
+    if (!s) return undefined;
+    await recordAudit(trx, actor, { organisationId: actor.organisationId, action: 'site.created', targetType: 'site', targetId: s.id, changes: { code: s.code, name: s.name } });
+    return s;
+  });
+  if (!site) throw new AppError('duplicate', `A site with code ${JSON.stringify(input.code)} exists.`);
+  return siteView(site);
+}
+
+/** Renames a site of the organisation (404 for any other id). */
+export async function renameSite(db: Kysely<DB>, actor: OrgActor, id: string, input: z.output<typeof RenameSiteRequest>) {
+  return db.transaction().execute(async (trx) => {
+    const before = await siteOrThrow(trx, actor.organisationId, id);
+    await repo.renameSite(trx, actor.organisationId, id, input.name);
+    await recordAudit(trx, actor, { organisationId: actor.organisationId, action: 'site.renamed', targetType: 'site', targetId: id, changes: { name: { from: before.name, to: input.name } } });
+    return siteView((await repo.findSite(trx, actor.organisationId, id))!);
+  });
+}
+
+/**
+ * Assigns a daemon to a site from the console, or clears it (null). An assignment made here is
+ * flagged (`site_set_in_ui`), and registration never moves a daemon that has one (spec 4.4).
+ */
+export async function setDaemonSite(db: Kysely<DB>, actor: OrgActor, daemonId: string, siteId: string | null) {
+  await db.transaction().execute(async (trx) => {
+    const daemon = await repo.findDaemonForUpdate(trx, actor.organisationId, daemonId);
+    if (!daemon) throw new AppError('not_found', `No daemon ${daemonId}.`);
+    if (siteId !== null) await siteOrThrow(trx, actor.organisationId, siteId);
+    await repo.setDaemonSite(trx, actor.organisationId, daemonId, siteId);
+    await recordAudit(trx, actor, { organisationId: actor.organisationId, action: 'daemon.site_set', targetType: 'daemon', targetId: daemonId, changes: { siteId: { from: daemon.site_id, to: siteId } } });
+  });
+  return (await daemonSummary(db, actor.organisationId, daemonId))!;
+}
+
+/** Mints a daemon key (shown once, stored hashed; audited as `key.created`) and the command line that starts a daemon with it. */
+export async function enrolDaemon(db: Kysely<DB>, actor: OrgActor, baseUrl: string, input: z.output<typeof EnrolDaemonRequest>) {
+  const site = input.siteId ? await siteOrThrow(db, actor.organisationId, input.siteId) : undefined;
+  const key = await createDaemonKey(db, actor, { org: actor.organisationId, name: input.name });
+  const command = `surveyor-daemon --server ${baseUrl} --key ${key.token}${site ? ` --site ${site.code}` : ''}`;
+  return { keyId: key.id, token: key.token, command };
+}

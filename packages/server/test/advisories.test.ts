@@ -1,0 +1,454 @@
+import { readFileSync } from 'node:fs';
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { feedAgeSeconds } from '../src/advisories/advisories.repo.js';
+import { cveMatch } from '../src/advisories/cve-match.job.js';
+import { matchOrganisation } from '../src/advisories/match.service.js';
+import { JobRunner } from '../src/jobs/runner.js';
+import { createLogger } from '../src/logger.js';
+import { addHost, addService } from './fixtures.js';
+import { type SeededOrg, type TestApp, type TestDatabase, bearer, buildTestApp, createTestDatabase, login, seedMemberWithKey, seedOrg } from './helpers.js';
+import { type Json, type Scanning, getScan, ingest, scanningSession, startSession } from './scanning.js';
+
+// Advisories (issue 13): the import, the matcher's findings and their automatic lifecycle
+// (decisions.md, "Vulnerability transitions"), organisation isolation, the metrics.
+
+const fixture = (name: string) => JSON.parse(readFileSync(new URL(`./fixtures/advisories/${name}`, import.meta.url), 'utf8'));
+
+const HIGH = 'CVSS:3.1/AV:N/AC:H/PR:N/UI:N/S:U/C:H/I:H/A:H'; // 8.1
+const CRITICAL = 'CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H'; // 9.8
+const MEDIUM = 'CVSS:3.1/AV:N/AC:L/PR:N/UI:R/S:U/C:L/I:L/A:N'; // 5.4
+
+/** An NVD CVE API 2.0 record of the real shape, for a product of this test's own. */
+function nvd(id: string, o: { modified?: string; score?: number; vector?: string; configurations: Json[]; description?: string; status?: string }): Json {
+  return {
+    cve: {
+      id,
+      sourceIdentifier: 'cve@mitre.org',
+      published: '2024-07-01T13:15:01.683',
+      lastModified: o.modified ?? '2024-07-02T10:00:00.000',
+      vulnStatus: o.status ?? 'Analyzed',
+      descriptions: [{ lang: 'en', value: o.description ?? `${id} in the widget server` }],
+      metrics: { cvssMetricV31: [{ source: 'nvd@nist.gov', type: 'Primary', cvssData: { version: '3.1', vectorString: o.vector ?? HIGH, baseScore: o.score ?? 8.1, baseSeverity: 'HIGH' } }] },
+      weaknesses: [],
+      configurations: o.configurations,
+      references: [{ url: `https://example.test/${id}`, source: 'cve@mitre.org', tags: ['Vendor Advisory'] }],
+    },
+  };
+}
+const range = (criteria: string, r: Json) => [{ nodes: [{ operator: 'OR', negate: false, cpeMatch: [{ vulnerable: true, criteria, matchCriteriaId: '00000000-0000-0000-0000-000000000000', ...r }] }] }];
+const page = (...records: Json[]) => ({ resultsPerPage: records.length, startIndex: 0, totalResults: records.length, format: 'NVD_CVE', version: '2.0', timestamp: '2024-07-03T00:00:00.000', vulnerabilities: records });
+
+/** acme widget 2.0 ≤ v < 2.4.58 (high). */
+const WIDGET = nvd('CVE-2031-1001', { configurations: range('cpe:2.3:a:acme:widget:*:*:*:*:*:*:*:*', { versionStartIncluding: '2.0', versionEndExcluding: '2.4.58' }) });
+const widgetCpe = (v: string) => `cpe:2.3:a:acme:widget:${v}:*:*:*:*:*:*:*`;
+
+describe('advisories and findings', () => {
+  let t: TestApp;
+  let admin: { cookie: string; csrfToken: string };
+  let org: SeededOrg;
+
+  const importDoc = (doc: unknown, who = admin) =>
+    t.app.inject({ method: 'POST', url: '/api/v1/admin/advisories/import', headers: { cookie: who.cookie, 'x-csrf-token': who.csrfToken }, payload: doc as Json });
+  const imported = async (doc: unknown) => {
+    const res = await importDoc(doc);
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json();
+  };
+  const findings = async (s: Scanning, q = '') => {
+    const res = await t.app.inject({ method: 'GET', url: `/api/v1/vulnerabilities?limit=500${q}`, headers: bearer(s.api) });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json().data as Json[];
+  };
+  const match = (s: Scanning) => matchOrganisation(t.database.db, s.org.organisationId).then((r) => r.value);
+  /**
+   * Moves the organisation's changes so far an hour back: a run reads changes from the start of
+   * the oldest transaction open anywhere in the database, and on a shared PostgreSQL other test
+   * files keep some open, so without this the next run may see this test's own earlier changes.
+   */
+  const settle = (s: Scanning) => sql`update change_log set at = at - interval '1 hour' where organisation_id = ${s.org.organisationId}`.execute(t.database.db);
+  const events = async (organisationId: string) =>
+    (await sql<{ kind: string; subject_id: string; data: Json }>`select kind, subject_id, data from events where organisation_id = ${organisationId} and kind = 'vulnerability.opened' order by seq`.execute(t.database.db)).rows;
+
+  /** A scanning organisation with one host (fp-w, 10.9.0.5) whose tcp/8080 runs `service`. */
+  async function widgetHost(service: Json, cidr = '10.9.0.0/24') {
+    const { s, sessionId } = await scanningSession(t, cidr);
+    const address = cidr.replace(/0\/24$/, '5');
+    await ingest(t, s.daemon, { sessionId, hosts: [{ fingerprint: 'fp-w' }], ips: [{ hostFingerprint: 'fp-w', address }], services: [{ fingerprint: 'fp-w', address, protocol: 'tcp', port: 8080, ...service }] });
+    return { s, sessionId, address };
+  }
+
+  beforeAll(async () => {
+    t = await buildTestApp();
+    org = await seedOrg(t.database);
+    admin = await login(t.app, org.ownerEmail);
+  });
+  afterAll(() => t.close());
+
+  describe('import', () => {
+    it('imports an NVD page once: new, then unchanged on a re-import; a newer lastModified replaces, an older one changes nothing', async () => {
+      const rec = nvd('CVE-2031-0001', { configurations: range('cpe:2.3:a:acme:gadget:*:*:*:*:*:*:*:*', { versionEndIncluding: '1.0' }) });
+      expect(await imported(page(rec))).toMatchObject({ new: 1, updated: 0, unchanged: 0, skippedCount: 0, skipped: [] });
+      expect(await imported(page(rec))).toMatchObject({ new: 0, updated: 0, unchanged: 1 });
+      const newer = nvd('CVE-2031-0001', { modified: '2024-08-01T00:00:00.000', score: 9.8, vector: CRITICAL, configurations: range('cpe:2.3:a:acme:gadget:*:*:*:*:*:*:*:*', { versionEndIncluding: '1.1' }) });
+      expect(await imported(newer)).toMatchObject({ new: 0, updated: 1, unchanged: 0 });
+      expect(await imported(page(rec))).toMatchObject({ new: 0, updated: 0, unchanged: 1 });
+      const row = await t.database.db.selectFrom('advisories').selectAll().where('id', '=', 'CVE-2031-0001').executeTakeFirstOrThrow();
+      expect(row).toMatchObject({ source: 'nvd', cve_id: 'CVE-2031-0001', severity: 'critical', vector: CRITICAL, cvss31_vector: CRITICAL });
+      expect(Number(row.score)).toBe(9.8);
+      expect(row.modified_at.toISOString()).toBe('2024-08-01T00:00:00.000Z');
+      const keys = await t.database.db.selectFrom('advisory_products').select('product_key').where('advisory_id', '=', 'CVE-2031-0001').execute();
+      expect(keys.map((k) => k.product_key)).toEqual(['a:acme:gadget']);
+    });
+
+    it('imports the real NVD and OSV fixtures with their scores, and lists what it skipped and why', async () => {
+      const r = await imported([fixture('osv-GHSA-c2qf-rxjj-qqgw.json'), { id: 'not an advisory' }, { cve: { id: 'CVE-2031-0002' } }]);
+      expect(r).toMatchObject({ new: 1, skippedCount: 2 });
+      expect(r.skipped).toEqual([
+        { id: 'not an advisory', reason: expect.stringMatching(/neither an NVD CVE record nor an OSV record/) },
+        { id: 'CVE-2031-0002', reason: expect.stringMatching(/not an NVD CVE record: lastModified/) },
+      ]);
+      const osv = await t.database.db.selectFrom('advisories').selectAll().where('id', '=', 'GHSA-c2qf-rxjj-qqgw').executeTakeFirstOrThrow();
+      expect(osv).toMatchObject({ source: 'osv', cve_id: 'CVE-2022-25883', severity: 'medium' });
+      expect(Number(osv.score)).toBe(5.3);
+      const ssh = await imported(fixture('nvd-CVE-2024-6387.json'));
+      expect(ssh).toMatchObject({ new: 1 });
+      const row = await t.database.db.selectFrom('advisories').selectAll().where('id', '=', 'CVE-2024-6387').executeTakeFirstOrThrow();
+      expect(row).toMatchObject({ severity: 'high', vector: HIGH });
+    });
+
+    it('refuses a viewer (403 forbidden), and every upload when SERVICE_ADVISORY_UPLOAD=deny', async () => {
+      const viewer = await seedMemberWithKey(t.database, org, 'viewer', ['inventory:read']);
+      const res = await importDoc(page(WIDGET), await login(t.app, viewer.email));
+      expect(res.statusCode).toBe(403);
+      expect(res.json().code).toBe('forbidden');
+      const locked = await buildTestApp({ env: { SERVICE_ADVISORY_UPLOAD: 'deny' } });
+      try {
+        const o = await seedOrg(locked.database);
+        const s = await login(locked.app, o.ownerEmail);
+        const refused = await locked.app.inject({ method: 'POST', url: '/api/v1/admin/advisories/import', headers: { cookie: s.cookie, 'x-csrf-token': s.csrfToken }, payload: page(WIDGET) });
+        expect(refused.statusCode).toBe(403);
+        expect(refused.json()).toMatchObject({ code: 'forbidden', detail: expect.stringMatching(/SERVICE_ADVISORY_UPLOAD=deny/) });
+        expect(await locked.database.db.selectFrom('advisories').select('id').execute()).toEqual([]);
+      } finally {
+        await locked.close();
+      }
+    });
+
+    it('refuses a body that is not a JSON object or array with 400 validation_failed', async () => {
+      const res = await t.app.inject({ method: 'POST', url: '/api/v1/admin/advisories/import', headers: { cookie: admin.cookie, 'x-csrf-token': admin.csrfToken, 'content-type': 'application/json' }, body: '"CVE-2031-1"' });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().code).toBe('validation_failed');
+    });
+  });
+
+  describe('matching and the lifecycle', () => {
+    beforeAll(async () => {
+      await imported(page(WIDGET));
+    });
+
+    it('opens one finding per (service, CVE) with the advisory\'s severity, score, vector and summary, and announces it (high)', async () => {
+      const { s } = await widgetHost({ product: 'widget', version: '2.4.57', cpe: widgetCpe('2.4.57') });
+      expect(await match(s)).toMatchObject({ full: true, servicesMatched: 1, opened: 1, resolved: 0 });
+      const [f, ...rest] = await findings(s);
+      expect(rest).toEqual([]);
+      expect(f).toMatchObject({
+        cveId: 'CVE-2031-1001', advisoryId: 'CVE-2031-1001', severity: 'high', score: 8.1, vector: HIGH, summary: 'CVE-2031-1001 in the widget server',
+        state: 'open', note: null, matchedCpe: widgetCpe('2.4.57'), resolvedAt: null,
+      });
+      expect(f!.firstSeenAt).toBe(f!.lastSeenAt);
+      const ev = await events(s.org.organisationId);
+      expect(ev).toEqual([expect.objectContaining({ subject_id: f!.id, data: expect.objectContaining({ cveId: 'CVE-2031-1001', severity: 'high', score: 8.1, serviceId: f!.serviceId, hostId: f!.hostId }) })]);
+      const audit = await t.database.db.selectFrom('audit_log').selectAll().where('organisation_id', '=', s.org.organisationId).where('target_id', '=', f!.id).execute();
+      expect(audit).toEqual([expect.objectContaining({ actor_type: 'system', action: 'vulnerability.updated', changes: { state: { from: null, to: 'open' }, job: 'cve.match' } })]);
+    });
+
+    it('is idempotent: a second run opens nothing and announces nothing again; the finding is seen again only when its service is matched again', async () => {
+      const { s } = await widgetHost({ product: 'widget', version: '2.1', cpe: widgetCpe('2.1') });
+      await match(s);
+      await settle(s);
+      const before = await findings(s);
+      expect(await match(s)).toMatchObject({ full: false, servicesMatched: 0, opened: 0, resolved: 0 });
+      expect(await findings(s)).toEqual(before);
+      expect(await events(s.org.organisationId)).toHaveLength(1);
+    });
+
+    it('does not match versions outside the range, nor a service with a name but no version', async () => {
+      const { s, sessionId, address } = await widgetHost({ product: 'widget', version: '2.4.58', cpe: widgetCpe('2.4.58') });
+      await ingest(t, s.daemon, { sessionId, services: [
+        { fingerprint: 'fp-w', address, protocol: 'tcp', port: 8081, product: 'widget', vendor: 'acme' },
+        { fingerprint: 'fp-w', address, protocol: 'tcp', port: 8082, cpe: widgetCpe('1.9') },
+      ] });
+      expect(await match(s)).toMatchObject({ servicesMatched: 3, opened: 0 });
+      expect(await findings(s)).toEqual([]);
+    });
+
+    it('derives a CPE from vendor, product and version when the service has none', async () => {
+      const { s } = await widgetHost({ vendor: 'Acme', product: 'Widget', version: '2.2.0' });
+      expect(await match(s)).toMatchObject({ opened: 1 });
+      expect(await findings(s)).toEqual([expect.objectContaining({ cveId: 'CVE-2031-1001', matchedCpe: widgetCpe('2.2.0') })]);
+    });
+
+    it('open → resolved when the version changes out of range, with an audit row by the job; resolved → open when it matches again, announced as reopened', async () => {
+      const { s, sessionId, address } = await widgetHost({ product: 'widget', version: '2.3', cpe: widgetCpe('2.3') });
+      await match(s);
+      const [opened] = await findings(s);
+      await ingest(t, s.daemon, { sessionId, services: [{ fingerprint: 'fp-w', address, protocol: 'tcp', port: 8080, version: '2.4.58', cpe: widgetCpe('2.4.58') }] });
+      expect(await match(s)).toMatchObject({ full: false, servicesMatched: 1, resolved: 1, opened: 0 });
+      const [resolved] = await findings(s);
+      expect(resolved).toMatchObject({ id: opened!.id, state: 'resolved', resolvedAt: expect.any(String) });
+      expect(Date.parse(resolved!.stateChangedAt)).toBeGreaterThanOrEqual(Date.parse(opened!.stateChangedAt));
+      await ingest(t, s.daemon, { sessionId, services: [{ fingerprint: 'fp-w', address, protocol: 'tcp', port: 8080, version: '2.3', cpe: widgetCpe('2.3') }] });
+      expect(await match(s)).toMatchObject({ opened: 1, resolved: 0 });
+      const [again] = await findings(s);
+      expect(again).toMatchObject({ id: opened!.id, state: 'open', resolvedAt: null });
+      const ev = await events(s.org.organisationId);
+      expect(ev.map((e) => e.data.reopened ?? false)).toEqual([false, true]);
+      const audit = await t.database.db.selectFrom('audit_log').select(['actor_type', 'changes']).where('target_id', '=', opened!.id).orderBy('occurred_at').execute();
+      expect(audit.map((a) => (a.changes as Json).state)).toEqual([{ from: null, to: 'open' }, { from: 'open', to: 'resolved' }, { from: 'resolved', to: 'open' }]);
+      expect(new Set(audit.map((a) => a.actor_type))).toEqual(new Set(['system']));
+    });
+
+    it('acknowledged → resolved when a completed scan no longer sees the service; false_positive is never changed', async () => {
+      const { s, sessionId, address } = await widgetHost({ product: 'widget', version: '2.3', cpe: widgetCpe('2.3') });
+      await ingest(t, s.daemon, { sessionId, services: [{ fingerprint: 'fp-w', address, protocol: 'tcp', port: 9090, cpe: widgetCpe('2.0') }] });
+      await match(s);
+      const byPort = async () => {
+        const fs = await findings(s);
+        const svc = await t.database.db.selectFrom('services').select(['id', 'port']).where('organisation_id', '=', s.org.organisationId).execute();
+        return Object.fromEntries(fs.map((f) => [svc.find((x) => x.id === f.serviceId)!.port, f]));
+      };
+      const f = await byPort();
+      const patch = (id: string, state: string) => t.app.inject({ method: 'PATCH', url: `/api/v1/vulnerabilities/${id}`, headers: bearer(s.api), payload: { state, note: `marked ${state}` } });
+      expect((await patch(f[8080]!.id, 'acknowledged')).statusCode).toBe(200);
+      const fp = await patch(f[9090]!.id, 'false_positive');
+      expect(fp.statusCode).toBe(200);
+      // A second, completed scan of the network sees the host without either service.
+      await ingest(t, s.daemon, { sessionId, final: true });
+      const second = await startSession(t, s, (await getScan(t, s, sessionId)).networkId);
+      await ingest(t, s.daemon, { sessionId: second, hosts: [{ fingerprint: 'fp-w' }], ips: [{ hostFingerprint: 'fp-w', address }], final: true });
+      expect(await match(s)).toMatchObject({ resolved: 1 });
+      const after = await byPort();
+      expect(after[8080]).toMatchObject({ state: 'resolved', note: 'marked acknowledged' });
+      expect(after[9090]).toMatchObject({ state: 'false_positive', note: 'marked false_positive', stateChangedAt: fp.json().stateChangedAt, resolvedAt: null });
+      // A resolved finding cannot be moved by hand (409 naming that nothing is allowed).
+      const refused = await patch(f[8080]!.id, 'open');
+      expect(refused.statusCode).toBe(409);
+      expect(refused.json()).toMatchObject({ code: 'invalid_transition', detail: expect.stringMatching(/allowed: none/) });
+      // Seen again: the resolved one reopens; the false positive stays one.
+      const third = await startSession(t, s, (await getScan(t, s, sessionId)).networkId);
+      await ingest(t, s.daemon, { sessionId: third, hosts: [{ fingerprint: 'fp-w' }], services: [
+        { fingerprint: 'fp-w', address, protocol: 'tcp', port: 8080, cpe: widgetCpe('2.3') },
+        { fingerprint: 'fp-w', address, protocol: 'tcp', port: 9090, cpe: widgetCpe('2.0') },
+      ] });
+      await match(s);
+      const last = await byPort();
+      expect(last[8080]).toMatchObject({ state: 'open' });
+      expect(last[9090]).toMatchObject({ state: 'false_positive' });
+    });
+
+    it('matches an AND configuration (an application running on an OS) only where the platform is seen on the host', async () => {
+      const onOs = nvd('CVE-2031-1002', {
+        vector: CRITICAL,
+        score: 9.8,
+        configurations: [{ operator: 'AND', nodes: [
+          { operator: 'OR', negate: false, cpeMatch: [{ vulnerable: true, criteria: 'cpe:2.3:a:acme:agent:*:*:*:*:*:*:*:*', versionEndIncluding: '5.0', matchCriteriaId: 'x' }] },
+          { operator: 'OR', negate: false, cpeMatch: [{ vulnerable: false, criteria: 'cpe:2.3:o:microsoft:windows:-:*:*:*:*:*:*:*', matchCriteriaId: 'y' }] },
+        ] }],
+      });
+      await imported(page(onOs));
+      const agent = { cpe: 'cpe:2.3:a:acme:agent:5.0:*:*:*:*:*:*:*' };
+      const linux = await widgetHost(agent, '10.9.1.0/24');
+      const windows = await widgetHost(agent, '10.9.2.0/24');
+      await ingest(t, windows.s.daemon, { sessionId: windows.sessionId, services: [{ fingerprint: 'fp-w', address: windows.address, protocol: 'tcp', port: 445, cpe: 'cpe:/o:microsoft:windows' }] });
+      await match(linux.s);
+      await match(windows.s);
+      expect(await findings(linux.s)).toEqual([]);
+      expect(await findings(windows.s)).toEqual([expect.objectContaining({ cveId: 'CVE-2031-1002', severity: 'critical' })]);
+    });
+
+    it('matches the real CVE-2024-6387 record against OpenSSH as nmap and NVD write it: 8.5p1 and 9.6p1 affected, 9.8p1 and 8.4p1 not', async () => {
+      const { s, sessionId, address } = await widgetHost({ product: 'OpenSSH', version: '8.5p1', cpe: 'cpe:/a:openbsd:openssh:8.5p1' });
+      await ingest(t, s.daemon, { sessionId, services: [
+        { fingerprint: 'fp-w', address, protocol: 'tcp', port: 22, cpe: 'cpe:2.3:a:openbsd:openssh:9.6:p1:*:*:*:*:*:*' },
+        { fingerprint: 'fp-w', address, protocol: 'tcp', port: 2222, cpe: 'cpe:2.3:a:openbsd:openssh:9.8:p1:*:*:*:*:*:*' },
+        { fingerprint: 'fp-w', address, protocol: 'tcp', port: 2223, cpe: 'cpe:2.3:a:openbsd:openssh:8.4p1:*:*:*:*:*:*:*' },
+      ] });
+      await match(s);
+      const svc = await t.database.db.selectFrom('services').select(['id', 'port']).where('organisation_id', '=', s.org.organisationId).execute();
+      const ports = (await findings(s)).filter((f) => f.cveId === 'CVE-2024-6387').map((f) => svc.find((x) => x.id === f.serviceId)!.port).sort((a, b) => a - b);
+      expect(ports).toEqual([22, 8080]);
+    });
+
+    it('matches an OSV record to a service whose CPE names its package (npm semver)', async () => {
+      const { s, sessionId, address } = await widgetHost({ cpe: 'cpe:2.3:a:npmjs:semver:7.5.1:*:*:*:*:node.js:*:*' });
+      await ingest(t, s.daemon, { sessionId, services: [{ fingerprint: 'fp-w', address, protocol: 'tcp', port: 8443, cpe: 'cpe:2.3:a:npmjs:semver:7.5.2:*:*:*:*:node.js:*:*' }] });
+      await match(s);
+      expect(await findings(s)).toEqual([expect.objectContaining({ cveId: 'CVE-2022-25883', advisoryId: 'GHSA-c2qf-rxjj-qqgw', severity: 'medium', score: 5.3 })]);
+    });
+
+    it('re-matches only what changed: a new advisory reaches the services of its product, other services are not read', async () => {
+      const { s, sessionId, address } = await widgetHost({ cpe: 'cpe:2.3:a:acme:sprocket:3.1:*:*:*:*:*:*:*' });
+      await ingest(t, s.daemon, { sessionId, services: [{ fingerprint: 'fp-w', address, protocol: 'tcp', port: 8090, cpe: widgetCpe('3.0') }] });
+      expect(await match(s)).toMatchObject({ full: true, servicesMatched: 2, opened: 0 });
+      await settle(s);
+      await imported(page(nvd('CVE-2031-1003', { vector: MEDIUM, score: 5.4, configurations: range('cpe:2.3:a:acme:sprocket:*:*:*:*:*:*:*:*', { versionStartExcluding: '3.0', versionEndExcluding: '3.2' }) })));
+      expect(await match(s)).toMatchObject({ full: false, servicesMatched: 1, opened: 1 });
+      expect(await findings(s)).toEqual([expect.objectContaining({ cveId: 'CVE-2031-1003', severity: 'medium', score: 5.4 })]);
+      // An advisory whose newer record no longer names the version resolves the finding.
+      await imported(page(nvd('CVE-2031-1003', { modified: '2024-09-01T00:00:00.000', vector: MEDIUM, score: 5.4, configurations: range('cpe:2.3:a:acme:sprocket:*:*:*:*:*:*:*:*', { versionStartExcluding: '3.0', versionEndExcluding: '3.1' }) })));
+      await settle(s);
+      expect(await match(s)).toMatchObject({ servicesMatched: 1, resolved: 1 });
+    });
+
+    it('keeps organisations apart: each has its own finding; another organisation\'s finding is 404 to PATCH and absent from the collection', async () => {
+      const a = await widgetHost({ cpe: widgetCpe('2.4.0') });
+      const b = await widgetHost({ cpe: widgetCpe('2.4.0') });
+      await match(a.s);
+      const [fa] = await findings(a.s);
+      expect(await findings(b.s)).toEqual([]);
+      await match(b.s);
+      const [fb] = await findings(b.s);
+      expect(fb!.id).not.toBe(fa!.id);
+      const res = await t.app.inject({ method: 'PATCH', url: `/api/v1/vulnerabilities/${fb!.id}`, headers: bearer(a.s.api), payload: { state: 'acknowledged' } });
+      expect(res.statusCode).toBe(404);
+      expect(res.json().code).toBe('not_found');
+      expect((await findings(a.s)).map((f) => f.id)).toEqual([fa!.id]);
+      expect(await events(b.s.org.organisationId)).toHaveLength(1);
+    });
+
+    it('runs as the job cve.match through the admin endpoint, and reports service_findings and service_cve_feed_age_seconds', async () => {
+      const { s } = await widgetHost({ cpe: widgetCpe('2.0.1') });
+      const owner = await login(t.app, s.org.ownerEmail);
+      const res = await t.app.inject({ method: 'POST', url: '/api/v1/admin/cve-match', headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrfToken } });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toEqual({ full: true, servicesMatched: 1, opened: 1, resolved: 0, seen: 0 });
+      const metricsKey = await seedMemberWithKey(t.database, s.org, 'viewer', ['metrics:read']);
+      const m = await t.app.inject({ method: 'GET', url: '/api/v1/metrics', headers: bearer(metricsKey.token) });
+      expect(m.statusCode, m.body).toBe(200);
+      expect(m.body).toMatch(/^service_findings\{severity="high",state="open"\} 1$/m);
+      expect(m.body).toMatch(/^service_findings\{severity="critical",state="resolved"\} 0$/m);
+      expect(m.body).toMatch(/^service_cve_feed_age_seconds \d+(\.\d+)?$/m);
+    });
+  });
+});
+
+describe('the advisory feed (SERVICE_ADVISORY_FEED_URL) pulled by cve.match', () => {
+  let db: TestDatabase;
+  let server: Server;
+  let base: string;
+  const requests: { url: URL; apiKey: string | undefined; ifNoneMatch: string | undefined }[] = [];
+  let nvdRecords: Json[] = [];
+  let increment: Json[] = [];
+  let failWith: number | null = null;
+  /** The NVD page (startIndex) answered 503, the others served. */
+  let failPage: string | null = null;
+  const osvFile = gzipSync(JSON.stringify([fixture('osv-GHSA-c2qf-rxjj-qqgw.json')]));
+
+  const runner = (url: string, sleeps: number[] = []) =>
+    new JobRunner({
+      database: db.database,
+      logger: createLogger('silent'),
+      jobs: [cveMatch({ advisoryFeed: { url, apiKey: 'nvd-key-123', timeoutMs: 5000, pageDelayMs: 0 } })],
+      sleep: async (ms) => void sleeps.push(ms),
+    });
+  const feedRow = () => db.database.db.selectFrom('advisory_feed').selectAll().executeTakeFirstOrThrow();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    server = createServer((req, res) => {
+      const url = new URL(req.url!, 'http://feed.test');
+      requests.push({ url, apiKey: req.headers.apikey as string | undefined, ifNoneMatch: req.headers['if-none-match'] as string | undefined });
+      if (failWith || (failPage !== null && url.searchParams.get('startIndex') === failPage)) {
+        res.writeHead(failWith ?? 503).end();
+      } else if (url.pathname === '/rest/json/cves/2.0') {
+        // Two records a page, whatever was asked (NVD may serve fewer than resultsPerPage).
+        const all = url.searchParams.has('lastModStartDate') ? increment : nvdRecords;
+        const start = Number(url.searchParams.get('startIndex') ?? 0);
+        const records = all.slice(start, start + 2);
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...page(...records), startIndex: start, totalResults: all.length }));
+      } else if (url.pathname === '/osv/all.json.gz') {
+        if (req.headers['if-none-match'] === '"osv-1"') res.writeHead(304, { etag: '"osv-1"' }).end();
+        else res.writeHead(200, { 'content-type': 'application/gzip', etag: '"osv-1"', 'last-modified': 'Tue, 01 Oct 2024 00:00:00 GMT' }).end(osvFile);
+      } else {
+        res.writeHead(404).end();
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.close();
+    await db.drop();
+  });
+
+  it('pages through the NVD API with the API key, then asks only for what changed since (lastModStartDate / lastModEndDate)', async () => {
+    nvdRecords = ['CVE-2031-2001', 'CVE-2031-2002', 'CVE-2031-2003'].map((id) => nvd(id, { configurations: range(widgetCpe('*'), { versionEndExcluding: '1.0' }) }));
+    const r = await runner(`${base}/rest/json/cves/2.0`).runNow('cve.match');
+    expect(r).toMatchObject({ outcome: 'ok', attempts: 1 });
+    expect(r.result?.detail).toMatchObject({ feed: { mode: 'nvd', changed: true, new: 3, updated: 0, pages: 2 } });
+    expect(requests.map((q) => q.url.searchParams.get('startIndex'))).toEqual(['0', '2']);
+    expect(requests.every((q) => q.apiKey === 'nvd-key-123' && !q.url.searchParams.has('lastModStartDate'))).toBe(true);
+    const first = await feedRow();
+    expect(first).toMatchObject({ url: `${base}/rest/json/cves/2.0`, last_error: null });
+    requests.length = 0;
+    increment = [nvd('CVE-2031-2002', { modified: '2024-09-01T00:00:00.000', configurations: range(widgetCpe('*'), { versionEndExcluding: '1.1' }) })];
+    const again = await runner(`${base}/rest/json/cves/2.0`).runNow('cve.match');
+    expect(again.result?.detail).toMatchObject({ feed: { mode: 'nvd', new: 0, updated: 1, pages: 1 } });
+    expect(requests).toHaveLength(1);
+    expect(requests[0]!.url.searchParams.get('lastModStartDate')).toBe(first.nvd_through!.toISOString().replace('Z', '+00:00'));
+    expect(Date.parse(requests[0]!.url.searchParams.get('lastModEndDate')!)).toBeGreaterThan(first.nvd_through!.getTime());
+    expect((await feedRow()).confirmed_at!.getTime()).toBeGreaterThan(first.confirmed_at!.getTime());
+  });
+
+  it('fetches a gzip file with If-None-Match: a 304 imports nothing and confirms the mirror current', async () => {
+    requests.length = 0;
+    const url = `${base}/osv/all.json.gz`;
+    expect((await runner(url).runNow('cve.match')).result?.detail).toMatchObject({ feed: { mode: 'file', changed: true, new: 1 } });
+    const first = await feedRow();
+    expect(first).toMatchObject({ url, etag: '"osv-1"', last_modified: 'Tue, 01 Oct 2024 00:00:00 GMT' });
+    expect((await runner(url).runNow('cve.match')).result?.detail).toMatchObject({ feed: { mode: 'file', changed: false, new: 0 } });
+    expect(requests.map((q) => q.ifNoneMatch)).toEqual([undefined, '"osv-1"']);
+    const confirmed = (await feedRow()).confirmed_at!;
+    expect(confirmed.getTime()).toBeGreaterThan(first.confirmed_at!.getTime());
+    // service_cve_feed_age_seconds counts from that confirmation.
+    expect(await feedAgeSeconds(db.database.db, new Date(confirmed.getTime() + 90_000))).toBeCloseTo(90, 2); // PostgreSQL keeps microseconds, a Date milliseconds
+  });
+
+  it('fails the tick on a 5xx after three attempts (5 s, 25 s), still matching what the mirror holds; a 4xx is not retried', async () => {
+    const org = await seedOrg(db.database);
+    const host = await addHost(db.database.db, org.organisationId, { hostname: 'w' });
+    const service = await addService(db.database.db, org.organisationId, host, { port: 80, cpe: widgetCpe('0.9') });
+    failWith = 503;
+    const sleeps: number[] = [];
+    const r = await runner(`${base}/rest/json/cves/2.0`, sleeps).runNow('cve.match');
+    expect(r).toMatchObject({ outcome: 'failed', attempts: 3, error: expect.stringMatching(/answered 503/) });
+    expect(sleeps).toEqual([5000, 25000]);
+    expect((await feedRow()).last_error).toMatch(/answered 503/);
+    const found = await db.database.db.selectFrom('vulnerabilities').select(['service_id', 'cve_id', 'state']).where('organisation_id', '=', org.organisationId).orderBy('cve_id').execute();
+    expect(found).toEqual(['CVE-2031-2001', 'CVE-2031-2002', 'CVE-2031-2003'].map((cve_id) => ({ service_id: service, cve_id, state: 'open' })));
+    failWith = 404;
+    expect(await runner(`${base}/rest/json/cves/2.0`).runNow('cve.match')).toMatchObject({ outcome: 'failed', attempts: 1 });
+    failWith = null;
+  });
+
+  it('confirms the mirror current only once every NVD page is in: a pull failing on page 2 keeps what it stored and the age running', async () => {
+    const url = `${base}/rest/json/cves/2.0`;
+    const before = await feedRow();
+    // The last successful pull was the file feed, so this one reads the NVD API whole.
+    nvdRecords = ['CVE-2031-2101', 'CVE-2031-2102', 'CVE-2031-2103'].map((id) => nvd(id, { modified: '2024-10-01T00:00:00.000', configurations: range(widgetCpe('*'), { versionEndExcluding: '1.0' }) }));
+    failPage = '2';
+    const r = await runner(url).runNow('cve.match');
+    failPage = null;
+    expect(r).toMatchObject({ outcome: 'failed', error: expect.stringMatching(/answered 503/) });
+    const after = await feedRow();
+    expect(after.confirmed_at).toEqual(before.confirmed_at);
+    expect(after.nvd_through).toEqual(before.nvd_through);
+    expect(after.last_error).toMatch(/answered 503/);
+    const stored = await db.database.db.selectFrom('advisories').select('id').where('id', 'in', ['CVE-2031-2101', 'CVE-2031-2102', 'CVE-2031-2103']).orderBy('id').execute();
+    expect(stored.map((x) => x.id)).toEqual(['CVE-2031-2101', 'CVE-2031-2102']);
+  });
+});

@@ -1,0 +1,231 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import type { ColumnDef } from '@tanstack/react-table';
+import { AddMemberRequest, type Role, roleAtLeast, roles } from '@surveyor/contract';
+import { type FormEvent, useMemo, useRef, useState } from 'react';
+import { api } from '../api';
+import { DataTable } from '../components/DataTable';
+import { Dialog } from '../components/Dialog';
+import { ErrorAlert } from '../components/ErrorAlert';
+import { ago, dateTime } from '../format';
+import { useMe } from '../queries';
+import type { Member, MemberAdded } from '../types';
+import { usePageTitle } from './usePageTitle';
+
+const membersKey = ['members'] as const;
+
+/** The roles `viewer` may grant: an owner any, an admin up to admin (only an owner grants owner). */
+function grantable(viewer: Role): Role[] {
+  return viewer === 'owner' ? [...roles] : roles.filter((r) => r !== 'owner' && roleAtLeast(viewer, r));
+}
+
+function OneTimePassword({ added, onClose }: { added: MemberAdded & { oneTimePassword: string }; onClose: () => void }) {
+  const input = useRef<HTMLInputElement>(null);
+  const [copied, setCopied] = useState(false);
+  const copy = async () => {
+    input.current?.select();
+    try {
+      await navigator.clipboard.writeText(added.oneTimePassword);
+      setCopied(true);
+    } catch {
+      setCopied(false); // selected: Ctrl+C copies it
+    }
+  };
+  return (
+    <section className="minted" aria-labelledby="otp-title">
+      <h2 id="otp-title">{added.member.email} added as {added.member.role}</h2>
+      <p role="status" className="warning">
+        Give them this one-time password now: it is shown only once. They choose their own at their first sign-in.
+      </p>
+      <div className="copy-row">
+        <label>
+          One-time password
+          <input ref={input} readOnly value={added.oneTimePassword} className="mono" onFocus={(e) => e.target.select()} />
+        </label>
+        <button type="button" onClick={() => void copy()}>{copied ? 'Copied' : 'Copy'}</button>
+        <button type="button" onClick={onClose}>Done</button>
+      </div>
+    </section>
+  );
+}
+
+/** Settings → Members (admins and owners): who belongs to the organisation, with which role. */
+export function MembersPage() {
+  usePageTitle('Members');
+  const me = useMe();
+  const client = useQueryClient();
+  const viewerRole = me.data?.role ?? 'viewer';
+  const allowed = grantable(viewerRole);
+  const [email, setEmail] = useState('');
+  const [role, setRole] = useState<Role>('viewer');
+  const [invalid, setInvalid] = useState<string | null>(null);
+  const [added, setAdded] = useState<MemberAdded | null>(null);
+  const [removing, setRemoving] = useState<Member | null>(null);
+
+  const members = useQuery({ queryKey: membersKey, queryFn: ({ signal }) => api<{ data: Member[] }>('/api/v1/admin/members', { signal }) });
+  const refresh = () => void client.invalidateQueries({ queryKey: membersKey });
+
+  const add = useMutation({
+    mutationFn: (body: unknown) => api<MemberAdded>('/api/v1/admin/members', { method: 'POST', body }),
+    onSuccess: (r) => {
+      setAdded(r);
+      setEmail('');
+      refresh();
+    },
+  });
+  const update = useMutation({
+    mutationFn: (v: { userId: string; role: Role }) => api<Member>(`/api/v1/admin/members/${v.userId}`, { method: 'PATCH', body: { role: v.role } }),
+    onSuccess: (m) => {
+      // Your own role changed: the navigation and this page's choices follow.
+      if (m.userId === me.data?.user.id) void client.invalidateQueries({ queryKey: ['me'] });
+      // Shown at once, not after the refetch: the select is controlled by the cached list.
+      client.setQueryData<{ data: Member[] }>(membersKey, (list) => list && { data: list.data.map((x) => (x.userId === m.userId ? m : x)) });
+      refresh();
+    },
+  });
+  const remove = useMutation({
+    mutationFn: (userId: string) => api<void>(`/api/v1/admin/members/${userId}`, { method: 'DELETE' }),
+    onSuccess: () => {
+      setRemoving(null);
+      refresh();
+    },
+  });
+
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    const checked = AddMemberRequest.safeParse({ email, role });
+    if (!checked.success) {
+      const issue = checked.error.issues[0];
+      setInvalid(issue ? `${issue.path[0] === 'role' ? 'Role' : 'Email'}: ${issue.message}` : 'Check the fields.');
+      return;
+    }
+    setInvalid(null);
+    update.reset();
+    add.mutate(checked.data);
+  };
+
+  const columns = useMemo<ColumnDef<Member>[]>(
+    () => [
+      {
+        header: 'Email',
+        accessorKey: 'email',
+        cell: ({ row }) => (
+          <>
+            {row.original.email}
+            {row.original.userId === me.data?.user.id && <span className="muted"> (you)</span>}
+          </>
+        ),
+      },
+      {
+        header: 'Role',
+        accessorKey: 'role',
+        cell: ({ row }) => {
+          const m = row.original;
+          // An admin cannot change an owner: the owner's role is shown, not offered.
+          const choices = allowed.includes(m.role) ? allowed : [m.role];
+          return (
+            <select
+              aria-label={`Role of ${m.email}`}
+              value={m.role}
+              disabled={choices.length < 2 || update.isPending}
+              onChange={(e) => {
+                add.reset();
+                update.mutate({ userId: m.userId, role: e.target.value as Role });
+              }}
+            >
+              {choices.map((r) => (
+                <option key={r} value={r}>{r}</option>
+              ))}
+            </select>
+          );
+        },
+      },
+      { header: 'Must change password', accessorKey: 'mustChangePassword', cell: ({ row }) => (row.original.mustChangePassword ? 'yes' : 'no') },
+      { header: 'Since', accessorKey: 'createdAt', cell: ({ row }) => <span title={dateTime(row.original.createdAt)}>{ago(row.original.createdAt)}</span> },
+      {
+        header: 'Last sign-in',
+        accessorKey: 'lastSignInAt',
+        cell: ({ row }) => (row.original.lastSignInAt ? <span title={dateTime(row.original.lastSignInAt)}>{ago(row.original.lastSignInAt)}</span> : <span className="muted">none open</span>),
+      },
+      {
+        id: 'actions',
+        header: 'Actions',
+        cell: ({ row }) =>
+          // Not yourself, and (for an admin) not an owner: the server refuses both.
+          row.original.userId === me.data?.user.id || (row.original.role === 'owner' && viewerRole !== 'owner') ? null : (
+            <button
+              type="button"
+              className="small danger"
+              aria-label={`Remove ${row.original.email}`}
+              onClick={() => {
+                update.reset();
+                setRemoving(row.original);
+              }}
+            >
+              Remove
+            </button>
+          ),
+      },
+    ],
+    [me.data?.user.id, viewerRole, update.isPending], // allowed follows viewerRole; the mutations are stable
+  );
+
+  const rows = members.data?.data ?? [];
+  return (
+    <>
+      <h1>Members</h1>
+      {added?.oneTimePassword && <OneTimePassword added={{ ...added, oneTimePassword: added.oneTimePassword }} onClose={() => setAdded(null)} />}
+      {added && !added.oneTimePassword && (
+        <p role="status" className="notice">
+          {added.member.email} already had an account and was added as {added.member.role}; they sign in with their own password.{' '}
+          <button type="button" className="small" onClick={() => setAdded(null)}>Dismiss</button>
+        </p>
+      )}
+
+      <section aria-labelledby="add-title">
+        <h2 id="add-title">Add member</h2>
+        <form onSubmit={submit} className="mint">
+          <label>
+            Email
+            <input type="email" value={email} onChange={(e) => setEmail(e.target.value)} maxLength={320} required placeholder="name@example.com" />
+          </label>
+          <label>
+            Role
+            <select aria-label="Role" value={role} onChange={(e) => setRole(e.target.value as Role)}>
+              {allowed.map((r) => (
+                <option key={r} value={r}>{r}</option>
+              ))}
+            </select>
+          </label>
+          <button type="submit" className="primary" disabled={add.isPending}>Add member</button>
+        </form>
+        {invalid ? <p role="alert" className="alert">{invalid}</p> : <ErrorAlert error={add.error} />}
+      </section>
+
+      <section aria-labelledby="members-title">
+        <h2 id="members-title">The organisation's members</h2>
+        <p className="muted">
+          Only an owner grants or takes the role owner; the last owner stays an owner. A change applies from the member's next request.
+        </p>
+        <ErrorAlert error={members.error} />
+        <ErrorAlert error={update.error} />
+        {rows.length > 0 && <DataTable caption="Members" data={rows} columns={columns} rowKey={(m) => m.userId} />}
+      </section>
+
+      {removing && (
+        <Dialog
+          title={`Remove ${removing.email}?`}
+          confirmLabel="Remove"
+          busy={remove.isPending}
+          onConfirm={() => remove.mutate(removing.userId)}
+          onCancel={() => {
+            setRemoving(null);
+            remove.reset();
+          }}
+        >
+          <p>They lose access to this organisation at once: their sessions here end and their API keys here are revoked. Their account and other organisations stay.</p>
+          <ErrorAlert error={remove.error} />
+        </Dialog>
+      )}
+    </>
+  );
+}

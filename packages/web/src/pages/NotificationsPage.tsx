@@ -1,0 +1,375 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import type { ColumnDef } from '@tanstack/react-table';
+import { CreateDestinationRequest, EventSeverity, roleAtLeast } from '@surveyor/contract';
+import { type FormEvent, type ReactNode, useId, useMemo, useState } from 'react';
+import { api } from '../api';
+import { DataTable } from '../components/DataTable';
+import { Dialog } from '../components/Dialog';
+import { ErrorAlert } from '../components/ErrorAlert';
+import { ago, dateTime } from '../format';
+import { useMe } from '../queries';
+import type { Delivery, DeliveryList, Destination, DestinationCreated, DestinationList, DestinationTestResult } from '../types';
+import { usePageTitle } from './usePageTitle';
+
+const DESTINATIONS = '/api/v1/admin/notifications/destinations';
+const DELIVERIES = '/api/v1/admin/notifications/deliveries';
+
+type Kind = Destination['kind'];
+type Severity = Destination['minSeverity'];
+const kindLabels: Record<Kind, string> = { webhook: 'Webhook', slack: 'Slack', email: 'Email (SMTP)' };
+
+/** Field errors by the path the contract's schema names ("name", "config.url", "config.to.0"). */
+type FieldErrors = Record<string, string>;
+
+function Field({ label, error, hint, children }: { label: string; error?: string | undefined; hint?: string; children: (a11y: { id: string; 'aria-invalid'?: true; 'aria-describedby'?: string }) => ReactNode }) {
+  const id = useId();
+  const errorId = `${id}-error`;
+  const hintId = `${id}-hint`;
+  const describedBy = [error ? errorId : null, hint ? hintId : null].filter(Boolean).join(' ');
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      {children({ id, ...(error ? { 'aria-invalid': true as const } : {}), ...(describedBy ? { 'aria-describedby': describedBy } : {}) })}
+      {hint && <span id={hintId} className="hint">{hint}</span>}
+      {error && <span id={errorId} className="field-error">{error}</span>}
+    </div>
+  );
+}
+
+/** The on-screen label of a schema path, for the summary of field errors. */
+function fieldLabel(path: string, kind: Kind): string {
+  const key = path.split('.').slice(0, 2).join('.');
+  const labels: Record<string, string> = {
+    name: 'Name',
+    kind: 'Kind',
+    minSeverity: 'Minimum severity',
+    'config.url': kind === 'slack' ? 'Slack webhook URL' : 'URL',
+    'config.secret': 'Signing secret',
+    'config.host': 'SMTP host',
+    'config.port': 'SMTP port',
+    'config.username': 'Username',
+    'config.password': 'SMTP password',
+    'config.from': 'From',
+    'config.to': 'To',
+  };
+  return labels[key] ?? path;
+}
+
+/** zod's message, except for an empty required field, which says so plainly. */
+function message(issue: { code: string; message: string; minimum?: unknown; origin?: unknown }): string {
+  if (issue.code === 'too_small' && Number(issue.minimum) === 1) return issue.origin === 'array' ? 'give at least one' : 'required';
+  return issue.message;
+}
+
+const firstError = (errors: FieldErrors, prefix: string) => errors[prefix] ?? Object.entries(errors).find(([k]) => k.startsWith(`${prefix}.`))?.[1];
+
+function CreateDestination({ onCreated }: { onCreated: (d: DestinationCreated) => void }) {
+  const client = useQueryClient();
+  const [kind, setKind] = useState<Kind>('webhook');
+  const [name, setName] = useState('');
+  const [url, setUrl] = useState('');
+  const [secret, setSecret] = useState('');
+  const [host, setHost] = useState('');
+  const [port, setPort] = useState('587');
+  const [secure, setSecure] = useState(false);
+  const [requireTls, setRequireTls] = useState(false);
+  const [username, setUsername] = useState('');
+  const [password, setPassword] = useState('');
+  const [from, setFrom] = useState('');
+  const [to, setTo] = useState('');
+  const [minSeverity, setMinSeverity] = useState<Severity>('info');
+  const [errors, setErrors] = useState<FieldErrors>({});
+
+  const create = useMutation({
+    mutationFn: (body: unknown) => api<DestinationCreated>(DESTINATIONS, { method: 'POST', body }),
+    onSuccess: (d) => {
+      onCreated(d);
+      setName('');
+      setUrl('');
+      setSecret('');
+      setPassword('');
+      void client.invalidateQueries({ queryKey: ['destinations'] });
+    },
+  });
+
+  const config = (): Record<string, unknown> => {
+    if (kind === 'webhook') return { url: url.trim(), ...(secret ? { secret } : {}) };
+    if (kind === 'slack') return { url: url.trim() };
+    return {
+      host: host.trim(),
+      port: Number(port),
+      secure,
+      requireTls,
+      ...(username.trim() ? { username: username.trim() } : {}),
+      ...(password ? { password } : {}),
+      from: from.trim(),
+      to: to.split(/[,\s]+/).filter(Boolean),
+    };
+  };
+
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    const checked = CreateDestinationRequest.safeParse({ kind, name, config: config(), minSeverity });
+    if (!checked.success) {
+      const found: FieldErrors = {};
+      for (const issue of checked.error.issues) {
+        const key = issue.path.join('.');
+        found[key] ??= message(issue);
+      }
+      setErrors(found);
+      return;
+    }
+    setErrors({});
+    create.mutate(checked.data);
+  };
+
+  const count = Object.keys(errors).length;
+  return (
+    <section aria-labelledby="create-dest-title">
+      <h2 id="create-dest-title">Add a destination</h2>
+      <form className="dest-form" onSubmit={submit} noValidate>
+        <Field label="Name" error={errors.name}>
+          {(a) => <input {...a} value={name} onChange={(e) => setName(e.target.value)} maxLength={200} placeholder="ops-webhook" />}
+        </Field>
+        <Field label="Kind" error={errors.kind}>
+          {(a) => (
+            <select {...a} value={kind} onChange={(e) => { setKind(e.target.value as Kind); setErrors({}); }}>
+              {(Object.keys(kindLabels) as Kind[]).map((k) => <option key={k} value={k}>{kindLabels[k]}</option>)}
+            </select>
+          )}
+        </Field>
+        <Field label="Minimum severity" error={errors.minSeverity}>
+          {(a) => (
+            <select {...a} value={minSeverity} onChange={(e) => setMinSeverity(e.target.value as Severity)}>
+              {EventSeverity.options.map((s) => <option key={s} value={s}>{s}</option>)}
+            </select>
+          )}
+        </Field>
+        {kind !== 'email' && (
+          <Field label={kind === 'slack' ? 'Slack webhook URL' : 'URL'} error={firstError(errors, 'config.url')} hint={kind === 'slack' ? 'Stored encrypted; shown redacted.' : 'http or https; receives a signed JSON POST per event.'}>
+            {(a) => <input {...a} type="url" className="wide" value={url} onChange={(e) => setUrl(e.target.value)} placeholder={kind === 'slack' ? 'https://hooks.slack.com/services/…' : 'https://alerts.example.net/surveyor'} />}
+          </Field>
+        )}
+        {kind === 'webhook' && (
+          <Field label="Signing secret (optional)" error={firstError(errors, 'config.secret')} hint="16+ characters; generated and shown once when left empty.">
+            {(a) => <input {...a} type="password" autoComplete="new-password" value={secret} onChange={(e) => setSecret(e.target.value)} />}
+          </Field>
+        )}
+        {kind === 'email' && (
+          <>
+            <Field label="SMTP host" error={firstError(errors, 'config.host')}>
+              {(a) => <input {...a} value={host} onChange={(e) => setHost(e.target.value)} placeholder="smtp.example.net" />}
+            </Field>
+            <Field label="SMTP port" error={firstError(errors, 'config.port')}>
+              {(a) => <input {...a} type="number" min={1} max={65535} value={port} onChange={(e) => setPort(e.target.value)} className="narrow" />}
+            </Field>
+            <Field label="Username (optional)" error={firstError(errors, 'config.username')}>
+              {(a) => <input {...a} value={username} onChange={(e) => setUsername(e.target.value)} autoComplete="off" />}
+            </Field>
+            <Field label="SMTP password (optional)" error={firstError(errors, 'config.password')}>
+              {(a) => <input {...a} type="password" value={password} onChange={(e) => setPassword(e.target.value)} autoComplete="new-password" />}
+            </Field>
+            <Field label="From" error={firstError(errors, 'config.from')}>
+              {(a) => <input {...a} type="email" value={from} onChange={(e) => setFrom(e.target.value)} placeholder="surveyor@example.net" />}
+            </Field>
+            <Field label="To" error={firstError(errors, 'config.to')} hint="Addresses separated by commas.">
+              {(a) => <input {...a} className="wide" value={to} onChange={(e) => setTo(e.target.value)} placeholder="ops@example.net, oncall@example.net" />}
+            </Field>
+            <fieldset>
+              <legend>TLS</legend>
+              <label className="check"><input type="checkbox" checked={secure} onChange={(e) => setSecure(e.target.checked)} />TLS from the first byte (port 465)</label>
+              <label className="check"><input type="checkbox" checked={requireTls} onChange={(e) => setRequireTls(e.target.checked)} />Require STARTTLS</label>
+            </fieldset>
+          </>
+        )}
+        <div className="form-actions">
+          <button type="submit" className="primary" disabled={create.isPending}>Create destination</button>
+        </div>
+      </form>
+      {count > 0 ? (
+        <p role="alert" className="alert">
+          {count === 1 ? 'One field needs' : `${count} fields need`} attention: {Object.entries(errors).map(([k, m]) => `${fieldLabel(k, kind)}: ${m}`).join('; ')}
+        </p>
+      ) : (
+        <ErrorAlert error={create.error} />
+      )}
+    </section>
+  );
+}
+
+function testSummary(r: DestinationTestResult): string {
+  const code = r.statusCode !== null ? `answered ${r.statusCode}` : 'no answer';
+  return r.ok ? `Delivered: ${code} in ${r.durationMs} ms.` : `Failed: ${code}${r.error ? ` (${r.error})` : ''} after ${r.durationMs} ms.`;
+}
+
+function Attempts({ d }: { d: Delivery }) {
+  if (d.attemptLog.length === 0) return <span className="muted">none yet</span>;
+  return (
+    <ol className="attempts">
+      {d.attemptLog.map((a) => (
+        <li key={a.attempt}>
+          <time dateTime={a.at} title={dateTime(a.at)}>{ago(a.at)}</time>{' '}
+          <span className={a.error || (a.statusCode !== null && a.statusCode >= 400) ? 'error-text' : 'outcome-ok'}>{a.statusCode ?? '—'}</span>{' '}
+          <span className="muted">{a.durationMs} ms</span>
+          {a.error && <span className="error-text"> {a.error}</span>}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+export function NotificationsPage() {
+  usePageTitle('Notifications');
+  const me = useMe();
+  const admin = me.data ? roleAtLeast(me.data.role, 'admin') : false;
+  const client = useQueryClient();
+  const [created, setCreated] = useState<DestinationCreated | null>(null);
+  const [deleting, setDeleting] = useState<Destination | null>(null);
+  const [tests, setTests] = useState<Record<string, { result?: DestinationTestResult; error?: unknown }>>({});
+
+  const destinations = useQuery({ queryKey: ['destinations'], queryFn: ({ signal }) => api<DestinationList>(DESTINATIONS, { signal }), enabled: admin });
+  const deliveries = useQuery({ queryKey: ['deliveries'], queryFn: ({ signal }) => api<DeliveryList>(DELIVERIES, { query: { limit: 50 }, signal }), enabled: admin });
+
+  const toggle = useMutation({
+    mutationFn: (d: Destination) => api<Destination>(`${DESTINATIONS}/${d.id}`, { method: 'PATCH', body: { enabled: !d.enabled } }),
+    onSuccess: () => void client.invalidateQueries({ queryKey: ['destinations'] }),
+  });
+  const remove = useMutation({
+    mutationFn: (id: string) => api<void>(`${DESTINATIONS}/${id}`, { method: 'DELETE' }),
+    onSuccess: () => {
+      setDeleting(null);
+      void client.invalidateQueries({ queryKey: ['destinations'] });
+      void client.invalidateQueries({ queryKey: ['deliveries'] });
+    },
+  });
+  const test = useMutation({
+    mutationFn: (id: string) => api<DestinationTestResult>(`${DESTINATIONS}/${id}/test`, { method: 'POST' }),
+    onMutate: (id) => setTests((t) => ({ ...t, [id]: {} })),
+    onSuccess: (result, id) => setTests((t) => ({ ...t, [id]: { result } })),
+    onError: (error, id) => setTests((t) => ({ ...t, [id]: { error } })),
+  });
+
+  const names = useMemo(() => new Map((destinations.data?.data ?? []).map((d) => [d.id, d.name])), [destinations.data]);
+
+  const destinationColumns = useMemo<ColumnDef<Destination>[]>(
+    () => [
+      { header: 'Name', accessorKey: 'name', cell: ({ row }) => <strong className="nowrap">{row.original.name}</strong> },
+      { header: 'Kind', accessorKey: 'kind', cell: ({ row }) => kindLabels[row.original.kind] },
+      { header: 'Target', accessorKey: 'target', cell: ({ row }) => <span className="mono">{row.original.target}</span> },
+      { header: 'Events', accessorKey: 'events', cell: ({ row }) => <span className="events">{row.original.events.join(', ')}</span> },
+      { header: 'Min severity', accessorKey: 'minSeverity' },
+      { header: 'Status', accessorKey: 'enabled', cell: ({ row }) => <span className={`badge ${row.original.enabled ? 'outcome-ok' : 'outcome-never'}`}>{row.original.enabled ? 'enabled' : 'disabled'}</span> },
+      {
+        id: 'actions',
+        header: 'Actions',
+        cell: ({ row }) => {
+          const d = row.original;
+          const t = tests[d.id];
+          return (
+            <div className="dest-actions">
+              <span className="row-actions">
+                <button type="button" className="small" onClick={() => test.mutate(d.id)} disabled={t !== undefined && !t.result && !t.error}>Send test</button>
+                <button type="button" className="small" onClick={() => toggle.mutate(d)} disabled={toggle.isPending}>{d.enabled ? 'Disable' : 'Enable'}</button>
+                <button type="button" className="small danger" onClick={() => setDeleting(d)}>Delete</button>
+              </span>
+              {t && (
+                <p role="status" className={`test-result ${t.result?.ok ? 'outcome-ok' : t.result || t.error ? 'error-text' : 'muted'}`}>
+                  {t.result ? testSummary(t.result) : t.error ? `Failed: ${t.error instanceof Error ? t.error.message : String(t.error)}` : 'Sending…'}
+                </p>
+              )}
+            </div>
+          );
+        },
+      },
+    ],
+    [tests, test, toggle],
+  );
+
+  const deliveryColumns = useMemo<ColumnDef<Delivery>[]>(
+    () => [
+      { header: 'Event', accessorKey: 'eventKind', cell: ({ row }) => <span className="mono">{row.original.eventKind}</span> },
+      { header: 'Destination', accessorKey: 'destinationId', cell: ({ row }) => <span className="nowrap">{names.get(row.original.destinationId) ?? `${row.original.destinationId.slice(0, 8)}…`}</span> },
+      { header: 'State', accessorKey: 'state', cell: ({ row }) => <span className={`badge delivery-${row.original.state}`}>{row.original.state}</span> },
+      { header: 'Attempts', accessorKey: 'attempts', cell: ({ row }) => <span className="num">{row.original.attempts}</span> },
+      { id: 'log', header: 'Attempt log', cell: ({ row }) => <Attempts d={row.original} /> },
+      {
+        header: 'Next attempt',
+        accessorKey: 'nextAttemptAt',
+        cell: ({ row }) => (row.original.nextAttemptAt ? <span title={dateTime(row.original.nextAttemptAt)}>{dateTime(row.original.nextAttemptAt)}</span> : '—'),
+      },
+      { header: 'Queued', accessorKey: 'createdAt', cell: ({ row }) => <time dateTime={row.original.createdAt} title={dateTime(row.original.createdAt)}>{ago(row.original.createdAt)}</time> },
+      {
+        header: 'Delivered',
+        accessorKey: 'deliveredAt',
+        cell: ({ row }) => (row.original.deliveredAt ? <time dateTime={row.original.deliveredAt} title={dateTime(row.original.deliveredAt)}>{ago(row.original.deliveredAt)}</time> : '—'),
+      },
+    ],
+    [names],
+  );
+
+  if (me.data && !admin) {
+    return (
+      <>
+        <h1>Notifications</h1>
+        <p className="empty">Notification destinations are managed by admins and owners of the organisation.</p>
+      </>
+    );
+  }
+
+  const rows = destinations.data?.data ?? [];
+  const sent = deliveries.data?.data ?? [];
+  return (
+    <>
+      <h1>Notifications</h1>
+      {created && (
+        <section className="minted" aria-labelledby="dest-created-title">
+          <h2 id="dest-created-title">Destination “{created.name}” created</h2>
+          {created.signingSecret ? (
+            <>
+              <p role="status" className="warning">Copy the signing secret now: it is shown only once. Receivers check the <code>X-Signature</code> header (HMAC-SHA256) with it.</p>
+              <div className="copy-row">
+                <label>
+                  Signing secret
+                  <input readOnly value={created.signingSecret} className="mono" onFocus={(e) => e.target.select()} />
+                </label>
+                <button type="button" onClick={() => setCreated(null)}>Done</button>
+              </div>
+            </>
+          ) : (
+            <div className="copy-row">
+              <p role="status">It receives {created.events.join(', ')} from now on. Use “Send test” to check it.</p>
+              <button type="button" onClick={() => setCreated(null)}>Done</button>
+            </div>
+          )}
+        </section>
+      )}
+      <CreateDestination onCreated={setCreated} />
+
+      <section aria-labelledby="dest-title">
+        <h2 id="dest-title">Destinations</h2>
+        <ErrorAlert error={destinations.error} />
+        <ErrorAlert error={toggle.error} />
+        {destinations.isPending && !destinations.error && <p className="loading">Loading…</p>}
+        {destinations.data && rows.length === 0 && <p className="empty">No destinations yet: add a webhook, Slack or email destination above to be told of daemons going offline, failed scans and new findings.</p>}
+        {rows.length > 0 && <DataTable caption="Notification destinations" data={rows} columns={destinationColumns} rowKey={(d) => d.id} rowClassName={(d) => (d.enabled ? undefined : 'revoked')} />}
+      </section>
+
+      <section aria-labelledby="deliveries-title">
+        <div className="section-head">
+          <h2 id="deliveries-title">Recent deliveries</h2>
+          <button type="button" className="small" onClick={() => void deliveries.refetch()} disabled={deliveries.isFetching}>Refresh</button>
+        </div>
+        <ErrorAlert error={deliveries.error} />
+        {deliveries.data && sent.length === 0 && <p className="empty">No deliveries yet: events a destination receives are sent within a minute (job notify.deliver) and listed here. “Send test” is not queued and not listed.</p>}
+        {sent.length > 0 && <DataTable caption="Recent deliveries, the newest first" data={sent} columns={deliveryColumns} rowKey={(d) => d.id} rowClassName={(d) => (d.state === 'dead' ? 'unhealthy' : undefined)} />}
+      </section>
+
+      {deleting && (
+        <Dialog title={`Delete destination “${deleting.name}”?`} confirmLabel="Delete" busy={remove.isPending} onConfirm={() => remove.mutate(deleting.id)} onCancel={() => { setDeleting(null); remove.reset(); }}>
+          <p>It stops receiving alerts, and its queued deliveries are removed. This cannot be undone.</p>
+          <ErrorAlert error={remove.error} />
+        </Dialog>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,138 @@
+import { type QueryClient, useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { api } from './api';
+import type { CollectionName, CollectionPage, CollectionQuery, DaemonList, Host, HostTopology, JobStatusList, Overview, ScanSession, SessionInfo, Site } from './types';
+
+// Query keys start with the collection (or resource) name, so a live event invalidates by prefix.
+
+export const meKey = ['me'] as const;
+
+export function useMe() {
+  return useQuery({
+    queryKey: meKey,
+    queryFn: ({ signal }) => api<SessionInfo>('/api/v1/auth/me', { signal }),
+    staleTime: 60_000,
+    retry: false,
+  });
+}
+
+type Filters<N extends CollectionName> = Omit<CollectionQuery<N>, 'cursor'>;
+
+/** The first page of a collection (for counts and small lookups). */
+export function usePage<N extends CollectionName>(name: N, query: Filters<N>, enabled = true) {
+  return useQuery({
+    queryKey: [name, 'page', query],
+    queryFn: ({ signal }) => api<CollectionPage<N>>(`/api/v1/${name}`, { query: query as Record<string, string>, signal }),
+    enabled,
+  });
+}
+
+/** A collection read page by page with its keyset cursor ("Load more"). */
+export function useCollection<N extends CollectionName>(name: N, query: Filters<N>, enabled = true) {
+  return useInfiniteQuery({
+    queryKey: [name, 'list', query],
+    initialPageParam: null as string | null,
+    queryFn: ({ pageParam, signal }) =>
+      api<CollectionPage<N>>(`/api/v1/${name}`, { query: { ...(query as Record<string, string>), cursor: pageParam ?? undefined }, signal }),
+    getNextPageParam: (last) => (last.hasMore ? last.nextCursor : null),
+    enabled,
+  });
+}
+
+/** The first 500 hosts, by id: names for host ids shown elsewhere (findings). */
+export function useHostNames() {
+  const q = usePage('hosts', { limit: 500 });
+  const byId = new Map<string, Host>((q.data?.data ?? []).map((h) => [h.id, h]));
+  return byId;
+}
+
+export function useSites() {
+  const q = usePage('sites', { limit: 500 });
+  return new Map<string, Site>((q.data?.data ?? []).map((s) => [s.id, s]));
+}
+
+/** One host by id (the hosts search matches a UUID to the host id). */
+export function useHost(id: string) {
+  return useQuery({
+    queryKey: ['hosts', 'one', id],
+    queryFn: async ({ signal }) => {
+      const page = await api<CollectionPage<'hosts'>>('/api/v1/hosts', { query: { search: id, limit: 1 }, signal });
+      return page.data[0] ?? null;
+    },
+  });
+}
+
+export function useJobs(enabled: boolean) {
+  return useQuery({
+    queryKey: ['jobs'],
+    queryFn: ({ signal }) => api<JobStatusList>('/api/v1/admin/jobs', { signal }),
+    enabled,
+  });
+}
+
+/** The organisation's daemons, the quietest first (`GET /api/v1/daemons`). */
+export function useDaemons() {
+  return useQuery({
+    queryKey: ['daemons'],
+    queryFn: ({ signal }) => api<DaemonList>('/api/v1/daemons', { signal }),
+  });
+}
+
+/** Daemons per status (pending, online, degraded), every status listed. */
+export function useDaemonCounts() {
+  const q = useDaemons();
+  const counts: Record<string, number> | undefined = q.data
+    ? Object.fromEntries(['online', 'degraded', 'pending'].map((s) => [s, q.data.data.filter((d) => d.status === s).length]))
+    : undefined;
+  return { ...q, data: counts };
+}
+
+/** The organisation's networks (the first 500), by name order of the API. */
+export function useNetworks() {
+  return usePage('networks', { limit: 500 });
+}
+
+/** One network by id, from the networks list (the API has no single-network read). */
+export function useNetwork(id: string) {
+  const q = useNetworks();
+  return { ...q, data: q.data ? (q.data.data.find((n) => n.id === id) ?? null) : undefined };
+}
+
+/** A network's scan sessions, newest first (`GET /api/v1/scans?networkId=`, internal). */
+export function useNetworkScans(networkId: string, limit = 20) {
+  return useQuery({
+    queryKey: ['scans', 'network', networkId, limit],
+    queryFn: ({ signal }) => api<{ data: ScanSession[] }>('/api/v1/scans', { query: { networkId, limit }, signal }),
+  });
+}
+
+/** The overview's figures no list answers: sessions per state, snapshot and feed ages, expiring certificates. */
+export function useOverview() {
+  return useQuery({
+    queryKey: ['overview'],
+    queryFn: ({ signal }) => api<Overview>('/api/v1/overview', { signal }),
+  });
+}
+
+/** A host's topology over the default window (24 h): its LLDP/CDP neighbours among the rest. */
+export function useHostTopology(hostId: string, windowHours = 24) {
+  return useQuery({
+    queryKey: ['topology', hostId, windowHours],
+    queryFn: ({ signal }) => api<HostTopology>(`/api/v1/hosts/${hostId}/topology`, { query: { windowHours }, signal }),
+  });
+}
+
+/** What each live event (`<type>.<action>`) makes stale. */
+export const invalidatedBy: Record<string, string[][]> = {
+  host: [['hosts'], ['overview']],
+  service: [['services'], ['hosts']],
+  vulnerability: [['vulnerabilities'], ['overview']],
+  job: [['jobs']],
+  scan: [['hosts'], ['services'], ['jobs'], ['scans'], ['networks'], ['certificates'], ['topology'], ['overview']],
+  network: [['networks'], ['scans']],
+  daemon: [['daemons'], ['overview']],
+  snapshot: [['snapshots'], ['overview']],
+};
+
+export function invalidateAll(client: QueryClient): void {
+  void client.invalidateQueries({ predicate: (q) => q.queryKey[0] !== 'me' });
+}

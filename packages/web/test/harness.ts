@@ -1,0 +1,103 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
+import { setPassword } from '../../server/src/auth/auth.repo.js';
+import { hashPassword } from '../../server/src/auth/passwords.js';
+import { loadConfig } from '../../server/src/config.js';
+import { createLogger } from '../../server/src/logger.js';
+import { type RunningServer, startServer } from '../../server/src/main.js';
+import type { SeededOrg, TestApp } from '../../server/test/helpers.js';
+
+// What every end-to-end file of the console shares: the real server (`startServer`, the embedded
+// database of a fresh data folder, the built console of packages/web/dist, the jobs running as
+// under `npm start`), Debian's Chromium driven by playwright-core, and a few page helpers.
+// Screenshots go to test-output/console/ (look at them after a UI change).
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium && process.env.CI) throw new Error(`CI runs the console's end-to-end tests: install Debian's chromium (${CHROMIUM} is missing)`);
+if (!haveChromium) console.warn(`console end-to-end tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+
+export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const shots = path.join(repoRoot, 'test-output/console');
+/** The password the first-run owner sets (console.e2e.test.ts) or is given (`signedInOwner`). */
+/** For expect.poll: what the page shows after a response settles (a refetch, a list that loads after another). */
+export const POLL = { timeout: 10_000, interval: 100 };
+export const PASSWORD = 'a long enough new password 42';
+
+export interface Console {
+  server: RunningServer;
+  /** The first-run owner; `password` is the one-time one until changed. */
+  owner: { email: string; password: string };
+  org: SeededOrg;
+  /** The server as the scanning test helpers take it (they speak the daemon protocol through inject). */
+  t: TestApp;
+  page(): Promise<Page>;
+  close(): Promise<void>;
+}
+
+/** Starts the server on a fresh data folder and Chromium; `close` stops both and removes the folder. */
+export async function startConsole(): Promise<Console> {
+  mkdirSync(shots, { recursive: true });
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'surveyor-console-e2e-'));
+  let told = '';
+  const config = loadConfig({ SERVICE_DATA_DIR: dataDir, SERVICE_PORT: '0', SERVICE_LOG_LEVEL: 'silent' });
+  const server = await startServer(config, createLogger('silent'), (text) => void (told += text));
+  const email = /email:\s+(\S+)/.exec(told)?.[1];
+  const password = /password:\s+(\S+)/.exec(told)?.[1];
+  if (!email || !password) throw new Error(`no first-run owner in ${JSON.stringify(told)}`);
+  const row = await server.database.db.selectFrom('organisations').select(['id', 'name']).executeTakeFirstOrThrow();
+  const user = await server.database.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirstOrThrow();
+  const browser: Browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+  const opened: BrowserContext[] = [];
+  return {
+    server,
+    owner: { email, password },
+    org: { organisationId: row.id, name: row.name, ownerEmail: email, ownerId: user.id },
+    t: { app: server.app, database: server.database } as unknown as TestApp,
+    async page() {
+      const context = await browser.newContext({ baseURL: server.url, viewport: { width: 1280, height: 800 } });
+      opened.push(context);
+      const p = await context.newPage();
+      p.setDefaultTimeout(15_000);
+      return p;
+    },
+    async close() {
+      for (const c of opened) await c.close().catch(() => {});
+      await browser.close();
+      await server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Gives the first-run owner PASSWORD without the browser (files that do not test the first sign-in). */
+export async function ownerWithPassword(c: Console): Promise<void> {
+  await setPassword(c.server.database.db, c.org.ownerId, await hashPassword(PASSWORD), false);
+  c.owner.password = PASSWORD;
+}
+
+export const shot = (p: Page, name: string) => p.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+export const nav = (p: Page, name: string) => p.getByRole('navigation').getByRole('link', { name, exact: true });
+export const heading = (p: Page, name: string) => p.getByRole('heading', { level: 1, name }).waitFor();
+
+export async function signIn(p: Page, email: string, password: string): Promise<void> {
+  await p.goto('/');
+  await heading(p, 'Sign in');
+  await p.getByLabel('Email').fill(email);
+  await p.getByLabel('Password').fill(password);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** A fresh page signed in as the first-run owner (given PASSWORD by `ownerWithPassword`), on the overview. */
+export async function ownerPage(c: Console): Promise<Page> {
+  const p = await c.page();
+  await signIn(p, c.owner.email, c.owner.password);
+  await heading(p, 'Overview');
+  return p;
+}
