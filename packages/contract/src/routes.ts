@@ -1,5 +1,6 @@
 import type { RouteDef } from './route-def.js';
 import { advisoryRoutes } from './routes/advisories.js';
+import { attestationRoutes } from './routes/attestation.js';
 import { consoleRoutes } from './routes/console.js';
 import { authRoutes } from './routes/auth.js';
 import { daemonRoutes } from './routes/daemon.js';
@@ -19,6 +20,7 @@ export { Overview } from './routes/overview.js';
 
 export {
   advisoryRoutes,
+  attestationRoutes,
   authRoutes,
   consoleRoutes,
   daemonRoutes,
@@ -63,6 +65,7 @@ export const routes = {
   ...memberRoutes,
   ...overviewRoutes,
   ...consoleRoutes,
+  ...attestationRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteName = keyof typeof routes;

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { adminModule } from './admin/index.js';
 import { advisoriesModule } from './advisories/index.js';
+import { attestationModule } from './attestation/index.js';
 import { bootstrapFirstOwner } from './admin/admin.service.js';
 import { authModule } from './auth/index.js';
 import { consoleModule } from './console/index.js';
@@ -37,6 +38,7 @@ export const modules: readonly Module[] = [
   healthModule,
   inventoryModule,
   snapshotsModule,
+  attestationModule,
   scansModule,
   daemonsModule,
   sitesModule,

@@ -348,6 +348,16 @@ export interface SnapshotsTable {
   content_bytes: ColumnType<number | null, number | null | undefined, never>;
 }
 
+/** The service's signing keys (0015): the private key sealed with the secret key, never in the clear. */
+export interface ServiceSigningKeysTable {
+  purpose: 'attestation';
+  algorithm: 'ed25519';
+  public_key_pem: string;
+  fingerprint: string;
+  private_key_sealed: string;
+  created_at: Created;
+}
+
 export interface TopologiesTable {
   organisation_id: string;
   id: Generated<string>;
@@ -593,6 +603,7 @@ export interface DB {
   service_match_keys: ServiceMatchKeysTable;
   advisory_match_state: AdvisoryMatchStateTable;
   snapshots: SnapshotsTable;
+  service_signing_keys: ServiceSigningKeysTable;
   topologies: TopologiesTable;
   organisations: OrganisationsTable;
   users: UsersTable;

@@ -1,0 +1,18 @@
+import { routes } from '@surveyor/contract';
+import type { FastifyInstance } from 'fastify';
+import { sessionPrincipal } from '../http/principals.js';
+import { addRoute } from '../http/route.js';
+import type { WebDeps } from '../module.js';
+import { attestSnapshot } from './attestation.service.js';
+
+/** GET /api/v1/snapshots/{id}/attestation.pdf (spec 4.6): session, admin or owner. */
+export function registerAttestationRoutes(app: FastifyInstance, { db, secretKey }: Pick<WebDeps, 'db' | 'secretKey'>): void {
+  addRoute(app, routes.getSnapshotAttestation, async (request, reply) => {
+    const { pdf } = await attestSnapshot(db, secretKey, sessionPrincipal(request).organisationId, request.params.id);
+    return reply
+      .type('application/pdf')
+      .header('Content-Disposition', `attachment; filename="snapshot-${request.params.id}-attestation.pdf"`)
+      .header('Cache-Control', 'no-store')
+      .send(Buffer.from(pdf));
+  });
+}
