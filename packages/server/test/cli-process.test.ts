@@ -52,6 +52,7 @@ const COMMANDS: [string[], number][] = [
   [['jobs', 'run', 'no.such.job'], 2],
   [['admin', 'create-org', '--name', 'Exit Test', '--owner-email', 'owner@exit.test', '--json'], 0],
   [['jobs', 'list', '--json'], 0],
+  [['keys', 'public', '--json'], 0],
 ];
 
 describe.each([

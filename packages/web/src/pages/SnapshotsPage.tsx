@@ -27,7 +27,7 @@ const TAKEABLE = snapshotReasons.filter((r) => r !== 'scheduled');
 const STAT_HEADS = { hosts: 'Hosts', addresses: 'Addr.', services: 'Services', networks: 'Nets', sites: 'Sites', certificates: 'Certs', vulnerabilities: 'Findings', topologies: 'Views' } as const;
 const STATS = ['hosts', 'addresses', 'services', 'networks', 'sites', 'certificates', 'vulnerabilities', 'topologies'] as const satisfies readonly (keyof Snapshot['stats'])[];
 
-function snapshotColumns(sites: Map<string, Site>): ColumnDef<Snapshot>[] {
+function snapshotColumns(sites: Map<string, Site>, canAttest = false): ColumnDef<Snapshot>[] {
   return [
     {
       header: 'Captured',
@@ -46,6 +46,7 @@ function snapshotColumns(sites: Map<string, Site>): ColumnDef<Snapshot>[] {
       accessorKey: 'contentBytes',
       cell: ({ row }) => <span className="nowrap" title={row.original.contentSha256 ? `SHA-256 ${row.original.contentSha256}` : undefined}>{bytes(row.original.contentBytes)}</span>,
     },
+    ...(canAttest ? [{ id: 'attestation', header: 'Evidence', cell: ({ row }) => <a className="nowrap" href={`/api/v1/snapshots/${row.original.id}/attestation.pdf`} download title="A PDF signed with the service's key (verify it with: surveyor snapshots verify)">Attestation (PDF)</a> } satisfies ColumnDef<Snapshot>] : []),
   ];
 }
 
@@ -109,7 +110,8 @@ export function SnapshotsPage() {
   const filterId = useId();
   const snapshots = useCollection('snapshots', { limit: 100, reason });
   const rows = useMemo(() => snapshots.data?.pages.flatMap((p) => p.data) ?? [], [snapshots.data]);
-  const columns = useMemo(() => snapshotColumns(sites), [sites]);
+  const canAttest = me.data ? roleAtLeast(me.data.role, 'admin') : false;
+  const columns = useMemo(() => snapshotColumns(sites, canAttest), [sites, canAttest]);
 
   return (
     <>
