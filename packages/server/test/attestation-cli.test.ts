@@ -136,6 +136,16 @@ describe('surveyor snapshots verify and content', () => {
     expect(r.out.join('\n')).toMatch(new RegExp(`^Valid: snapshot ${snapshot.id} of "Initech [0-9a-f]{6}" \\(${organisationId}\\), reason pre_change, captured \\S+Z, attested \\S+Z\\.\nSigned by ${key.fingerprint}\\.\nContent not checked \\(give --content FILE\\); attested SHA-256 ${snapshot.contentSha256}\\.$`));
   });
 
+  it('verify with --public-key needs no database: it checks with the configured one unreachable', async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const unreachable = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', SERVICE_SECRET_KEY: randomBytes(32).toString('hex') };
+    const code = await runCli(['snapshots', 'verify', file('a.pdf'), '--public-key', file('key.pem'), '--content', file('content.json.gz')], { out: (l) => out.push(l), err: (l) => err.push(l), env: unreachable });
+    expect(err).toEqual([]);
+    expect(code).toBe(0);
+    expect(out.join('\n')).toContain(`Content matches: SHA-256 ${snapshot.contentSha256}.`);
+  });
+
   it('verify --content accepts the content as written (gzip) or uncompressed, with the key `keys public` printed', async () => {
     for (const content of ['content.json.gz', 'content.json']) {
       const r = await cli('snapshots', 'verify', file('a.pdf'), '--public-key', file('printed.pem'), '--content', file(content));

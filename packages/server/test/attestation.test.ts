@@ -136,6 +136,19 @@ describe('GET /api/v1/snapshots/{id}/attestation.pdf', () => {
     });
   });
 
+  it('attests a snapshot taken before content was kept: no digest printed or signed, and a content check says so', async () => {
+    const old = await t.database.db
+      .insertInto('snapshots')
+      .values({ organisation_id: org.organisationId, reason: 'manual', stats: JSON.stringify({ hosts: 1 }), created_by_key_id: null })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const res = await attestation(old.id, await cookieOf(org.ownerEmail));
+    expect(res.statusCode, res.body).toBe(200);
+    expect(pdfText(res.rawPayload)).toMatch(/^\s*SHA-256\s+not recorded \(taken before snapshot content was kept\)\s*$/m);
+    expect(await verifyAttestation(res.rawPayload, await trusted())).toMatchObject({ valid: true, contentChecked: false, payload: { contentSha256: null, contentBytes: null, stats: { hosts: 1, services: 0 } } });
+    expect(await verifyAttestation(res.rawPayload, await trusted(), await storedContent(snapshot.id))).toMatchObject({ valid: false, reason: expect.stringMatching(/records no content digest/) });
+  });
+
   it('refuses an editor or a viewer session with 403 forbidden', async () => {
     for (const email of [editorEmail, viewerEmail]) expectProblem(await attestation(snapshot.id, await cookieOf(email)), 403, 'forbidden');
   });
