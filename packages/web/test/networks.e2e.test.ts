@@ -52,7 +52,7 @@ describe.skipIf(!haveChromium)('networks and scans in Chromium', () => {
     await p.getByLabel('CIDR').fill('');
     // Emptied fields disable submit without an error under them.
     expect(await submit.isDisabled()).toBe(true);
-    expect(await p.locator('.field-issue').count()).toBe(0);
+    expect(await p.locator('.field-error').count()).toBe(0);
 
     // No daemon online: the refusal's detail beside the row, nothing queued.
     await row.getByRole('button', { name: 'Scan lab now' }).click();
