@@ -107,7 +107,7 @@ export function KeysPage() {
 
       <section aria-labelledby="mint-title">
         <h2 id="mint-title">Mint a key</h2>
-        <form onSubmit={handleSubmit((b) => mint.mutate(b))} className="mint" noValidate>
+        <form onSubmit={handleSubmit((b) => mint.mutate(b), () => mint.reset())} className="mint" noValidate>
           <Field label="Name" error={errorAt(errors, 'name')}>
             {(a) => <input {...a} {...register('name')} maxLength={200} placeholder="ci-inventory-export" />}
           </Field>

@@ -44,7 +44,7 @@ export function LoginPage() {
       <p className="brand">Surveyor</p>
       <h1>Sign in</h1>
       {params.get('expired') && !login.error && <p className="notice" role="status">Your session has ended. Sign in again to continue.</p>}
-      <form onSubmit={handleSubmit((b) => login.mutate(b))} className="stack" noValidate>
+      <form onSubmit={handleSubmit((b) => login.mutate(b), () => login.reset())} className="stack" noValidate>
         <Field label="Email" error={errorAt(errors, 'email')}>
           {(a) => <input {...a} type="email" autoComplete="username" {...register('email')} autoFocus />}
         </Field>

@@ -178,7 +178,7 @@ export function MembersPage() {
           onSubmit={handleSubmit((b) => {
             update.reset();
             add.mutate(b);
-          })}
+          }, () => add.reset())}
           className="mint"
           noValidate
         >

@@ -58,6 +58,7 @@ function CreateDestination({ onCreated }: { onCreated: (d: DestinationCreated) =
   const client = useQueryClient();
   // The contract's own schema (one branch per kind) as the resolver: checked on submit, then as the user corrects.
   const form = useForm<DestinationForm, unknown, CreateDestination>({
+    // The form holds every kind's controls at once, a wider shape than the schema's input union: hence the cast.
     resolver: zodResolver(CreateDestinationRequest, plainMessages) as unknown as Resolver<DestinationForm, unknown, CreateDestination>,
     defaultValues: formDefaults,
   });
@@ -81,7 +82,7 @@ function CreateDestination({ onCreated }: { onCreated: (d: DestinationCreated) =
   return (
     <section aria-labelledby="create-dest-title">
       <h2 id="create-dest-title">Add a destination</h2>
-      <form className="dest-form" onSubmit={handleSubmit((b) => create.mutate(b))} noValidate>
+      <form className="dest-form" onSubmit={handleSubmit((b) => create.mutate(b), () => create.reset())} noValidate>
         <Field label="Name" error={errorAt(errors, 'name')}>
           {(a) => <input {...a} {...register('name')} maxLength={200} placeholder="ops-webhook" />}
         </Field>

@@ -52,7 +52,7 @@ export function PasswordPage() {
       {me.data?.user.mustChangePassword && (
         <p className="notice">You signed in with a one-time password. Choose your own (at least 12 characters) to continue.</p>
       )}
-      <form onSubmit={handleSubmit((b) => change.mutate(b))} className="stack" noValidate>
+      <form onSubmit={handleSubmit((b) => change.mutate(b), () => change.reset())} className="stack" noValidate>
         <Field label="Current password" error={errorAt(errors, 'currentPassword')}>
           {(a) => <input {...a} type="password" autoComplete="current-password" {...register('currentPassword')} autoFocus />}
         </Field>
