@@ -6,7 +6,7 @@ import { importAdvisories } from '../../server/src/advisories/import.service.js'
 import { matchOrganisation } from '../../server/src/advisories/match.service.js';
 import type { SeededOrg } from '../../server/test/helpers.js';
 import { type Scanning, createNetwork, ingest, onlineDaemon, startSession } from '../../server/test/scanning.js';
-import { type Console, haveChromium, heading, nav, ownerPage, PASSWORD, repoRoot, shot, signIn, startConsole } from './harness.js';
+import { type Console, POLL, fieldError, haveChromium, heading, nav, ownerPage, PASSWORD, repoRoot, shot, signIn, startConsole } from './harness.js';
 
 // The console end to end (issue 14), on the shared harness (harness.ts): the first sign-in, hosts
 // put in through the daemon protocol appearing live, a finding acknowledged, a key minted and
@@ -44,8 +44,23 @@ describe.skipIf(!haveChromium)('the web console in Chromium', () => {
     await p.getByRole('button', { name: 'Sign in' }).click();
     await heading(p, 'Change password');
     await shot(p, '02-change-password');
-    await p.getByLabel('Current password').fill(owner.password);
-    await p.getByLabel('New password').fill(PASSWORD);
+    // The contract's rule, under its field, before anything is sent; gone once met.
+    const current = p.getByLabel('Current password');
+    const fresh = p.getByLabel('New password');
+    await current.fill('not the password');
+    await fresh.fill('too short');
+    await p.getByRole('button', { name: 'Change password' }).click();
+    await expect.poll(() => fieldError(fresh), POLL).toBe('at least 12 characters');
+    await fresh.fill(PASSWORD);
+    await expect.poll(() => fieldError(fresh), POLL).toBeNull();
+    // The server's refusal names body.currentPassword: its detail in the alert, its message on that field.
+    await p.getByRole('button', { name: 'Change password' }).click();
+    await p.getByRole('alert').filter({ hasText: 'The current password is wrong.' }).waitFor();
+    await expect.poll(() => fieldError(current), POLL).toBe('wrong password');
+    expect(await fieldError(fresh)).toBeNull();
+    await shot(p, '02b-wrong-current-password');
+    await current.fill(owner.password);
+    await expect.poll(() => fieldError(current), POLL).toBeNull();
     await p.getByRole('button', { name: 'Change password' }).click();
     // Back where the user was headed.
     await heading(p, 'Vulnerabilities');
@@ -96,7 +111,13 @@ describe.skipIf(!haveChromium)('the web console in Chromium', () => {
     expect(await p.getByRole('button', { name: 'Reopen' }).count()).toBe(0);
     await shot(p, '08-vulnerabilities');
     await p.getByRole('button', { name: 'Acknowledge' }).click();
-    await p.getByLabel('Note (optional)').fill('patch window on Friday');
+    // The contract's 2000-character limit of a note, shown as it is typed; Confirm waits for it.
+    const note = p.getByLabel('Note (optional)');
+    await note.fill('x'.repeat(2001));
+    await expect.poll(() => fieldError(note), POLL).toBe('at most 2000 characters');
+    expect(await p.getByRole('button', { name: 'Confirm' }).isDisabled()).toBe(true);
+    await note.fill('patch window on Friday');
+    await expect.poll(() => fieldError(note), POLL).toBeNull();
     await shot(p, '09-acknowledge-dialog');
     await p.getByRole('button', { name: 'Confirm' }).click();
     await p.getByRole('button', { name: 'Reopen' }).waitFor();
@@ -109,7 +130,11 @@ describe.skipIf(!haveChromium)('the web console in Chromium', () => {
     const p = await ownerPage(c);
     await nav(p, 'API keys').click();
     await heading(p, 'API keys');
+    // Nothing named: the contract's refusal under the field, nothing sent; gone once named.
+    await p.getByRole('button', { name: 'Mint key' }).click();
+    await expect.poll(() => fieldError(p.getByLabel('Name')), POLL).toBe('required');
     await p.getByLabel('Name').fill('export-job');
+    await expect.poll(() => fieldError(p.getByLabel('Name')), POLL).toBeNull();
     await p.getByLabel('inventory:read').check();
     await p.getByRole('button', { name: 'Mint key' }).click();
     const token = p.getByLabel('Token');

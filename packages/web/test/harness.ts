@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
+import { type Browser, type BrowserContext, type Locator, type Page, chromium } from 'playwright-core';
 import { setPassword } from '../../server/src/auth/auth.repo.js';
 import { hashPassword } from '../../server/src/auth/passwords.js';
 import { loadConfig } from '../../server/src/config.js';
@@ -100,4 +100,15 @@ export async function ownerPage(c: Console): Promise<Page> {
   await signIn(p, c.owner.email, c.owner.password);
   await heading(p, 'Overview');
   return p;
+}
+
+/**
+ * What a field says is wrong with it, as assistive technology finds it: the text of what its
+ * aria-describedby names, when it is aria-invalid; null while it is valid.
+ */
+export async function fieldError(field: Locator): Promise<string | null> {
+  if ((await field.getAttribute('aria-invalid')) !== 'true') return null;
+  const ids = (await field.getAttribute('aria-describedby'))?.split(' ') ?? [];
+  const texts = await Promise.all(ids.map((id) => field.page().locator(`[id="${id}"].field-error`).allTextContents()));
+  return texts.flat().join(' ') || null;
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { poll } from '../../server/test/daemon-client.js';
 import { ingest, onlineDaemon } from '../../server/test/scanning.js';
-import { type Console, haveChromium, heading, nav, ownerPage, ownerWithPassword, shot, startConsole } from './harness.js';
+import { type Console, POLL, fieldError, haveChromium, heading, nav, ownerPage, ownerWithPassword, shot, startConsole } from './harness.js';
 
 // Networks and scans in the console, end to end: a network added through the form (the contract's
 // own validation shown as the user types), "Scan now" refused without a daemon then queued with
@@ -28,14 +28,19 @@ describe.skipIf(!haveChromium)('networks and scans in Chromium', () => {
     await p.getByLabel('CIDR').fill('10.30.0.1/24');
     await p.getByText('host bits are set below the /24 prefix').waitFor();
     expect(await submit.isDisabled()).toBe(true);
-    expect(await p.getByLabel('CIDR').getAttribute('aria-invalid')).toBe('true');
+    expect(await fieldError(p.getByLabel('CIDR'))).toContain('host bits are set below the /24 prefix');
     await shot(p, 'networks-01-bad-cidr');
 
+    // Fixed, the message and the invalid mark go.
     await p.getByLabel('CIDR').fill('10.30.0.0/24');
+    await expect.poll(() => fieldError(p.getByLabel('CIDR')), POLL).toBeNull();
+    expect(await p.getByText('host bits are set').count()).toBe(0);
     await p.getByLabel('Scan every (minutes)').fill('5');
     await p.getByText('between 15 and 10080 minutes').waitFor();
+    expect(await fieldError(p.getByLabel('Scan every (minutes)'))).toContain('between 15 and 10080 minutes');
     expect(await submit.isDisabled()).toBe(true);
     await p.getByLabel('Scan every (minutes)').fill('60');
+    await expect.poll(() => fieldError(p.getByLabel('Scan every (minutes)')), POLL).toBeNull();
     expect(await submit.isDisabled()).toBe(false);
     await submit.click();
     await p.getByRole('status').filter({ hasText: 'added' }).waitFor();
@@ -52,7 +57,7 @@ describe.skipIf(!haveChromium)('networks and scans in Chromium', () => {
     await p.getByLabel('CIDR').fill('');
     // Emptied fields disable submit without an error under them.
     expect(await submit.isDisabled()).toBe(true);
-    expect(await p.locator('.field-issue').count()).toBe(0);
+    expect(await p.locator('.field-error').count()).toBe(0);
 
     // No daemon online: the refusal's detail beside the row, nothing queued.
     await row.getByRole('button', { name: 'Scan lab now' }).click();

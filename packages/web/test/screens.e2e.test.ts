@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../../server/src/admin/admin.service.js';
 import { daemonKey, register } from '../../server/test/daemon-client.js';
 import { type Scanning, createNetwork, ingest, onlineDaemon, startSession } from '../../server/test/scanning.js';
-import { type Console, haveChromium, heading, nav, ownerPage, ownerWithPassword, PASSWORD, shot, signIn, startConsole } from './harness.js';
+import { type Console, POLL, fieldError, haveChromium, heading, nav, ownerPage, ownerWithPassword, PASSWORD, shot, signIn, startConsole } from './harness.js';
 
 // The console's inventory and operations screens end to end: services and certificates of a host
 // a daemon reported, the daemons (online and registered-only), snapshots taken from the console,
@@ -169,7 +169,9 @@ describe.skipIf(!haveChromium)('the console screens: services, certificates, dae
       await shot(p, 'screens-notifications-invalid');
       expect(await c.server.database.db.selectFrom('notification_destinations').select('id').execute()).toEqual([]);
 
+      // Corrected, the field's message goes as it is typed.
       await p.getByLabel('URL').fill(url);
+      await expect.poll(() => fieldError(p.getByLabel('URL')), POLL).toBeNull();
       await p.getByRole('button', { name: 'Create destination' }).click();
       const secret = p.getByLabel('Signing secret', { exact: true });
       await secret.waitFor();

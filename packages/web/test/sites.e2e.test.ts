@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { heartbeat, register } from '../../server/test/daemon-client.js';
-import { type Console, haveChromium, heading, nav, ownerPage, ownerWithPassword, POLL, shot, startConsole } from './harness.js';
+import { type Console, fieldError, haveChromium, heading, nav, ownerPage, ownerWithPassword, POLL, shot, startConsole } from './harness.js';
 
 // Sites and daemon enrolment in the console, end to end: a site added (a duplicate code shows the
 // API's 409 detail) and renamed; a daemon enrolled (its token shown once, in the command line),
@@ -29,7 +29,9 @@ describe.skipIf(!haveChromium)('sites and daemon enrolment in Chromium', () => {
     await p.getByText('letters, digits, dot, underscore and hyphen only').waitFor();
     expect(await submit.isDisabled()).toBe(true);
     await shot(p, 'sites-01-bad-code');
+    expect(await fieldError(p.getByLabel('Code'))).toBe('letters, digits, dot, underscore and hyphen only');
     await p.getByLabel('Code').fill('fra-1');
+    await expect.poll(() => fieldError(p.getByLabel('Code')), POLL).toBeNull();
     await p.getByLabel('Name', { exact: true }).fill('Frankfurt');
     await submit.click();
     await p.getByRole('status').filter({ hasText: 'added' }).waitFor();

@@ -1,11 +1,14 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { EnrolDaemonRequest, roleAtLeast } from '@surveyor/contract';
-import { useId, useMemo, useRef, useState } from 'react';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { useMemo, useRef, useState } from 'react';
+import { useForm } from 'react-hook-form';
 import { api } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
 import { ErrorAlert } from '../components/ErrorAlert';
+import { Field, errorAt, optionalText, plainMessages, setServerIssues } from '../components/form';
 import { ago, dateTime, seconds } from '../format';
 import { useDaemons, useMe, useSites } from '../queries';
 import type { DaemonList, DaemonSummary, EnrolDaemonResponse, Site } from '../types';
@@ -75,28 +78,28 @@ function Enrolled({ enrolled, onClose }: { enrolled: EnrolDaemonResponse; onClos
 }
 
 function EnrolDialog({ sites, onDone, onCancel }: { sites: Map<string, Site>; onDone: (e: EnrolDaemonResponse) => void; onCancel: () => void }) {
-  const [name, setName] = useState('');
-  const [siteId, setSiteId] = useState('');
-  const ids = { name: useId(), site: useId() };
-  const checked = EnrolDaemonRequest.safeParse({ ...(name.trim() ? { name } : {}), ...(siteId ? { siteId } : {}) });
+  // The contract's own schema as the resolver; both fields are optional (empty: left out).
+  const form = useForm({ resolver: zodResolver(EnrolDaemonRequest, plainMessages), mode: 'onChange', defaultValues: {} });
+  const { register, handleSubmit, formState: { errors, isValid } } = form;
   const enrol = useMutation({
     mutationFn: (b: unknown) => api<EnrolDaemonResponse>('/api/v1/daemons/enrol', { method: 'POST', body: b }),
     onSuccess: onDone,
+    onError: (e) => setServerIssues(e, form.setError, ['name', 'siteId']),
   });
   return (
-    <Dialog title="Enrol a daemon" confirmLabel={enrol.isPending ? 'Minting…' : 'Mint key'} busy={enrol.isPending || !checked.success} onConfirm={() => checked.success && enrol.mutate(checked.data)} onCancel={onCancel}>
+    <Dialog title="Enrol a daemon" confirmLabel={enrol.isPending ? 'Minting…' : 'Mint key'} busy={enrol.isPending || !isValid} onConfirm={() => void handleSubmit((b) => enrol.mutate(b))()} onCancel={onCancel}>
       <p>Mints a daemon key and the command line that starts a daemon with it.</p>
-      <div className="field">
-        <label htmlFor={ids.name}>Key name (optional)</label>
-        <input id={ids.name} value={name} onChange={(e) => setName(e.target.value)} maxLength={200} placeholder="daemon key" />
-      </div>
-      <div className="field">
-        <label htmlFor={ids.site}>Site (optional)</label>
-        <select id={ids.site} value={siteId} onChange={(e) => setSiteId(e.target.value)}>
-          <option value="">No site</option>
-          {[...sites.values()].map((s) => <option key={s.id} value={s.id}>{s.name} ({s.code})</option>)}
-        </select>
-      </div>
+      <Field label="Key name (optional)" error={errorAt(errors, 'name')}>
+        {(a) => <input {...a} {...register('name', { setValueAs: optionalText })} maxLength={200} placeholder="daemon key" />}
+      </Field>
+      <Field label="Site (optional)" error={errorAt(errors, 'siteId')}>
+        {(a) => (
+          <select {...a} {...register('siteId', { setValueAs: optionalText })}>
+            <option value="">No site</option>
+            {[...sites.values()].map((s) => <option key={s.id} value={s.id}>{s.name} ({s.code})</option>)}
+          </select>
+        )}
+      </Field>
       <ErrorAlert error={enrol.error} />
     </Dialog>
   );

@@ -1,11 +1,14 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { CreateApiKeyRequest, type Scope, scopesForRole } from '@surveyor/contract';
-import { type FormEvent, useMemo, useRef, useState } from 'react';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { useId, useMemo, useRef, useState } from 'react';
+import { Controller, useForm } from 'react-hook-form';
 import { api } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
 import { ErrorAlert } from '../components/ErrorAlert';
+import { Field, errorAt, optionalNumber, plainMessages, setServerIssues } from '../components/form';
 import { ago, dateTime } from '../format';
 import { useMe } from '../queries';
 import type { ApiKeyCreated, ApiKeyInfo } from '../types';
@@ -44,10 +47,10 @@ export function KeysPage() {
   const me = useMe();
   const client = useQueryClient();
   const allowed = me.data ? scopesForRole(me.data.role) : [];
-  const [name, setName] = useState('');
-  const [chosen, setChosen] = useState<Scope[]>(['inventory:read']);
-  const [expires, setExpires] = useState('');
-  const [invalid, setInvalid] = useState<string | null>(null);
+  // The contract's own schema as the resolver: checked on submit, then as the user corrects.
+  const form = useForm({ resolver: zodResolver(CreateApiKeyRequest, plainMessages), defaultValues: { name: '', scopes: ['inventory:read'] as Scope[] } });
+  const { register, handleSubmit, formState: { errors } } = form;
+  const scopesError = useId();
   const [created, setCreated] = useState<ApiKeyCreated | null>(null);
   const [revoking, setRevoking] = useState<ApiKeyInfo | null>(null);
 
@@ -57,9 +60,10 @@ export function KeysPage() {
     mutationFn: (body: unknown) => api<ApiKeyCreated>('/api/v1/auth/keys', { method: 'POST', body }),
     onSuccess: (k) => {
       setCreated(k);
-      setName('');
+      form.resetField('name');
       void client.invalidateQueries({ queryKey: ['keys'] });
     },
+    onError: (e) => setServerIssues(e, form.setError, ['name', 'scopes', 'expiresInDays']),
   });
   const revoke = useMutation({
     mutationFn: (id: string) => api<void>(`/api/v1/auth/keys/${id}`, { method: 'DELETE' }),
@@ -68,20 +72,6 @@ export function KeysPage() {
       void client.invalidateQueries({ queryKey: ['keys'] });
     },
   });
-
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    const body = { name, scopes: chosen.filter((s) => allowed.includes(s)), ...(expires ? { expiresInDays: Number(expires) } : {}) };
-    const checked = CreateApiKeyRequest.safeParse(body);
-    if (!checked.success) {
-      const issue = checked.error.issues[0];
-      const field = issue?.path[0] === 'scopes' ? 'Scopes' : issue?.path[0] === 'expiresInDays' ? 'Expires in (days)' : 'Name';
-      setInvalid(issue ? `${field}: ${issue.message}` : 'Check the fields.');
-      return;
-    }
-    setInvalid(null);
-    mint.mutate(checked.data);
-  };
 
   const columns = useMemo<ColumnDef<ApiKeyInfo>[]>(
     () => [
@@ -117,31 +107,38 @@ export function KeysPage() {
 
       <section aria-labelledby="mint-title">
         <h2 id="mint-title">Mint a key</h2>
-        <form onSubmit={submit} className="mint">
-          <label>
-            Name
-            <input value={name} onChange={(e) => setName(e.target.value)} maxLength={200} required placeholder="ci-inventory-export" />
-          </label>
-          <fieldset>
-            <legend>Scopes</legend>
-            {allowed.map((s) => (
-              <label key={s} className="check">
-                <input
-                  type="checkbox"
-                  checked={chosen.includes(s)}
-                  onChange={(e) => setChosen(e.target.checked ? [...chosen, s] : chosen.filter((x) => x !== s))}
-                />
-                {s}
-              </label>
-            ))}
-          </fieldset>
-          <label>
-            Expires in (days)
-            <input type="number" min={1} max={3650} value={expires} onChange={(e) => setExpires(e.target.value)} placeholder="never" />
-          </label>
+        <form onSubmit={handleSubmit((b) => mint.mutate(b), () => mint.reset())} className="mint" noValidate>
+          <Field label="Name" error={errorAt(errors, 'name')}>
+            {(a) => <input {...a} {...register('name')} maxLength={200} placeholder="ci-inventory-export" />}
+          </Field>
+          <Controller
+            control={form.control}
+            name="scopes"
+            render={({ field, fieldState }) => (
+              <fieldset aria-describedby={fieldState.error ? scopesError : undefined}>
+                <legend>Scopes</legend>
+                {allowed.map((s) => (
+                  <label key={s} className="check">
+                    <input
+                      type="checkbox"
+                      checked={field.value.includes(s)}
+                      onChange={(e) => field.onChange(e.target.checked ? [...field.value, s] : field.value.filter((x) => x !== s))}
+                      onBlur={field.onBlur}
+                      {...(fieldState.error ? { 'aria-invalid': true } : {})}
+                    />
+                    {s}
+                  </label>
+                ))}
+                {fieldState.error && <span id={scopesError} className="field-error">{errorAt(errors, 'scopes')}</span>}
+              </fieldset>
+            )}
+          />
+          <Field label="Expires in (days)" error={errorAt(errors, 'expiresInDays')}>
+            {(a) => <input {...a} type="number" min={1} max={3650} {...register('expiresInDays', { setValueAs: optionalNumber })} placeholder="never" />}
+          </Field>
           <button type="submit" className="primary" disabled={mint.isPending}>Mint key</button>
         </form>
-        {invalid ? <p role="alert" className="alert">{invalid}</p> : <ErrorAlert error={mint.error} />}
+        <ErrorAlert error={mint.error} />
       </section>
 
       <section aria-labelledby="keys-title">

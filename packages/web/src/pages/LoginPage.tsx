@@ -1,8 +1,12 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, useEffect, useState } from 'react';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { LoginRequest } from '@surveyor/contract';
+import { useEffect } from 'react';
+import { useForm } from 'react-hook-form';
 import { useNavigate, useSearchParams } from 'react-router';
 import { api, setCsrfToken } from '../api';
 import { ErrorAlert } from '../components/ErrorAlert';
+import { Field, errorAt, plainMessages, setServerIssues } from '../components/form';
 import { meKey } from '../queries';
 import type { SessionInfo } from '../types';
 
@@ -15,8 +19,9 @@ export function LoginPage() {
   const [params] = useSearchParams();
   const navigate = useNavigate();
   const client = useQueryClient();
-  const [email, setEmail] = useState('');
-  const [password, setPassword] = useState('');
+  // The contract's own schema as the resolver: checked on submit, then as the user corrects.
+  const form = useForm({ resolver: zodResolver(LoginRequest, plainMessages), defaultValues: { email: '', password: '' } });
+  const { register, handleSubmit, formState: { errors } } = form;
   const next = safeNext(params.get('next'));
 
   useEffect(() => {
@@ -24,34 +29,28 @@ export function LoginPage() {
   }, []);
 
   const login = useMutation({
-    mutationFn: () => api<SessionInfo>('/api/v1/auth/login', { method: 'POST', body: { email, password }, no401Redirect: true }),
+    mutationFn: (body: unknown) => api<SessionInfo>('/api/v1/auth/login', { method: 'POST', body, no401Redirect: true }),
     onSuccess: (me) => {
       setCsrfToken(me.csrfToken);
       client.setQueryData(meKey, me);
       if (me.user.mustChangePassword) void navigate(`/password?next=${encodeURIComponent(next)}`, { replace: true });
       else void navigate(next, { replace: true });
     },
+    onError: (e) => setServerIssues(e, form.setError, ['email', 'password']),
   });
-
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    login.mutate();
-  };
 
   return (
     <main className="standalone">
       <p className="brand">Surveyor</p>
       <h1>Sign in</h1>
       {params.get('expired') && !login.error && <p className="notice" role="status">Your session has ended. Sign in again to continue.</p>}
-      <form onSubmit={submit} className="stack">
-        <label>
-          Email
-          <input type="email" name="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} autoFocus />
-        </label>
-        <label>
-          Password
-          <input type="password" name="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
-        </label>
+      <form onSubmit={handleSubmit((b) => login.mutate(b), () => login.reset())} className="stack" noValidate>
+        <Field label="Email" error={errorAt(errors, 'email')}>
+          {(a) => <input {...a} type="email" autoComplete="username" {...register('email')} autoFocus />}
+        </Field>
+        <Field label="Password" error={errorAt(errors, 'password')}>
+          {(a) => <input {...a} type="password" autoComplete="current-password" {...register('password')} />}
+        </Field>
         <ErrorAlert error={login.error} />
         <button type="submit" className="primary" disabled={login.isPending}>Sign in</button>
       </form>

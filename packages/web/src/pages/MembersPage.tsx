@@ -1,11 +1,14 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { AddMemberRequest, type Role, roleAtLeast, roles } from '@surveyor/contract';
-import { type FormEvent, useMemo, useRef, useState } from 'react';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { useMemo, useRef, useState } from 'react';
+import { useForm } from 'react-hook-form';
 import { api } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
 import { ErrorAlert } from '../components/ErrorAlert';
+import { Field, errorAt, plainMessages, setServerIssues } from '../components/form';
 import { ago, dateTime } from '../format';
 import { useMe } from '../queries';
 import type { Member, MemberAdded } from '../types';
@@ -55,9 +58,9 @@ export function MembersPage() {
   const client = useQueryClient();
   const viewerRole = me.data?.role ?? 'viewer';
   const allowed = grantable(viewerRole);
-  const [email, setEmail] = useState('');
-  const [role, setRole] = useState<Role>('viewer');
-  const [invalid, setInvalid] = useState<string | null>(null);
+  // The contract's own schema as the resolver: checked on submit, then as the user corrects.
+  const form = useForm({ resolver: zodResolver(AddMemberRequest, plainMessages), defaultValues: { email: '', role: 'viewer' as Role } });
+  const { register, handleSubmit, formState: { errors } } = form;
   const [added, setAdded] = useState<MemberAdded | null>(null);
   const [removing, setRemoving] = useState<Member | null>(null);
 
@@ -68,9 +71,10 @@ export function MembersPage() {
     mutationFn: (body: unknown) => api<MemberAdded>('/api/v1/admin/members', { method: 'POST', body }),
     onSuccess: (r) => {
       setAdded(r);
-      setEmail('');
+      form.resetField('email');
       refresh();
     },
+    onError: (e) => setServerIssues(e, form.setError, ['email', 'role']),
   });
   const update = useMutation({
     mutationFn: (v: { userId: string; role: Role }) => api<Member>(`/api/v1/admin/members/${v.userId}`, { method: 'PATCH', body: { role: v.role } }),
@@ -89,19 +93,6 @@ export function MembersPage() {
       refresh();
     },
   });
-
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    const checked = AddMemberRequest.safeParse({ email, role });
-    if (!checked.success) {
-      const issue = checked.error.issues[0];
-      setInvalid(issue ? `${issue.path[0] === 'role' ? 'Role' : 'Email'}: ${issue.message}` : 'Check the fields.');
-      return;
-    }
-    setInvalid(null);
-    update.reset();
-    add.mutate(checked.data);
-  };
 
   const columns = useMemo<ColumnDef<Member>[]>(
     () => [
@@ -183,22 +174,29 @@ export function MembersPage() {
 
       <section aria-labelledby="add-title">
         <h2 id="add-title">Add member</h2>
-        <form onSubmit={submit} className="mint">
-          <label>
-            Email
-            <input type="email" value={email} onChange={(e) => setEmail(e.target.value)} maxLength={320} required placeholder="name@example.com" />
-          </label>
-          <label>
-            Role
-            <select aria-label="Role" value={role} onChange={(e) => setRole(e.target.value as Role)}>
-              {allowed.map((r) => (
-                <option key={r} value={r}>{r}</option>
-              ))}
-            </select>
-          </label>
+        <form
+          onSubmit={handleSubmit((b) => {
+            update.reset();
+            add.mutate(b);
+          }, () => add.reset())}
+          className="mint"
+          noValidate
+        >
+          <Field label="Email" error={errorAt(errors, 'email')}>
+            {(a) => <input {...a} type="email" {...register('email')} maxLength={320} placeholder="name@example.com" />}
+          </Field>
+          <Field label="Role" error={errorAt(errors, 'role')}>
+            {(a) => (
+              <select {...a} {...register('role')}>
+                {allowed.map((r) => (
+                  <option key={r} value={r}>{r}</option>
+                ))}
+              </select>
+            )}
+          </Field>
           <button type="submit" className="primary" disabled={add.isPending}>Add member</button>
         </form>
-        {invalid ? <p role="alert" className="alert">{invalid}</p> : <ErrorAlert error={add.error} />}
+        <ErrorAlert error={add.error} />
       </section>
 
       <section aria-labelledby="members-title">

@@ -1,17 +1,20 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { CreateNetworkRequest, roleAtLeast } from '@surveyor/contract';
-import { type FormEvent, useMemo, useState } from 'react';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { useMemo, useState } from 'react';
+import { useForm } from 'react-hook-form';
 import { Link, useNavigate } from 'react-router';
 import { api } from '../api';
 import { DataTable } from '../components/DataTable';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { ScanButton } from '../components/ScanButton';
-import { useCheckedFields } from '../components/useCheckedFields';
+import { Field, errorAt, optionalNumber, optionalText, plainMessages, setServerIssues, trimmed } from '../components/form';
 import { ago, dateTime } from '../format';
 import { useMe, useNetworks, useSites } from '../queries';
 import type { Network, Site } from '../types';
 import { usePageTitle } from './usePageTitle';
+import type { z } from 'zod';
 
 /** "every 60 min", "every 2 h", or "manual only" (no scanIntervalMinutes). */
 export function intervalText(minutes: number | null): string {
@@ -27,30 +30,17 @@ export function scheduleText(n: Network): string {
   return n.schedule.detail ? `${n.schedule.outcome}: ${n.schedule.detail}` : n.schedule.outcome;
 }
 
-type Field = 'name' | 'cidr' | 'siteId' | 'scanIntervalMinutes';
+type NetworkForm = z.input<typeof CreateNetworkRequest>;
 
 function AddNetwork({ sites }: { sites: Map<string, Site> }) {
   const client = useQueryClient();
   const [added, setAdded] = useState<Network | null>(null);
-  // The contract's own schema, as the server will apply it: what it refuses is shown as the user types.
-  const form = useCheckedFields(
-    { name: '', cidr: '', siteId: '', scanIntervalMinutes: '' } as Record<Field, string>,
-    (v) => ({
-      name: v.name,
-      cidr: v.cidr.trim(),
-      ...(v.siteId ? { siteId: v.siteId } : {}),
-      ...(v.scanIntervalMinutes.trim() ? { scanIntervalMinutes: Number(v.scanIntervalMinutes) } : {}),
-    }),
-    CreateNetworkRequest,
-    {
-      onEdit: () => {
-        if (create.error) create.reset();
-        setAdded(null);
-      },
-      issueText: (f, message) => (f === 'scanIntervalMinutes' ? 'between 15 and 10080 minutes (empty: manual only)' : message),
-    },
-  );
-  const { values, checked, set, props, issue } = form;
+  // The contract's own schema as the resolver, checked as the user types (the server applies the same).
+  const form = useForm({ resolver: zodResolver(CreateNetworkRequest, plainMessages), mode: 'onChange', defaultValues: { name: '', cidr: '' } as NetworkForm });
+  const { register, handleSubmit, formState: { errors, isValid } } = form;
+  const values = form.watch();
+  // An emptied field only keeps submit disabled; a field with text shows why it is refused.
+  const shown = (f: keyof NetworkForm) => (values[f] === undefined || String(values[f]).trim() === '' ? undefined : errorAt(errors, f));
 
   const create = useMutation({
     mutationFn: (b: unknown) => api<Network>('/api/v1/networks', { method: 'POST', body: b }),
@@ -59,40 +49,36 @@ function AddNetwork({ sites }: { sites: Map<string, Site> }) {
       form.reset();
       setAdded(n);
     },
+    onError: (e) => setServerIssues(e, form.setError, ['name', 'cidr', 'siteId', 'scanIntervalMinutes']),
   });
-
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    if (checked.success) create.mutate(checked.data);
+  // Editing clears the previous answer.
+  const onChange = () => {
+    if (create.error) create.reset();
+    setAdded(null);
   };
 
   return (
     <section aria-labelledby="add-network-title">
       <h2 id="add-network-title">Add network</h2>
-      <form onSubmit={submit} className="add-network" noValidate>
-        <div className="field">
-          <label htmlFor={form.id('name')}>Name</label>
-          <input value={values.name} onChange={set('name')} maxLength={200} placeholder="office LAN" {...props('name')} />
-          {issue('name')}
-        </div>
-        <div className="field">
-          <label htmlFor={form.id('cidr')}>CIDR</label>
-          <input className="mono" value={values.cidr} onChange={set('cidr')} placeholder="10.0.0.0/24" {...props('cidr')} />
-          {issue('cidr')}
-        </div>
-        <div className="field">
-          <label htmlFor={form.id('siteId')}>Site</label>
-          <select {...props('siteId')} value={values.siteId} onChange={set('siteId')}>
-            <option value="">No site</option>
-            {[...sites.values()].map((s) => <option key={s.id} value={s.id}>{s.name} ({s.code})</option>)}
-          </select>
-        </div>
-        <div className="field">
-          <label htmlFor={form.id('scanIntervalMinutes')}>Scan every (minutes)</label>
-          <input type="number" min={15} max={10080} value={values.scanIntervalMinutes} onChange={set('scanIntervalMinutes')} placeholder="manual only" {...props('scanIntervalMinutes')} />
-          {issue('scanIntervalMinutes')}
-        </div>
-        <button type="submit" className="primary" disabled={!checked.success || create.isPending}>{create.isPending ? 'Adding…' : 'Add network'}</button>
+      <form onSubmit={handleSubmit((b) => create.mutate(b))} className="add-network" noValidate>
+        <Field label="Name" error={shown('name')}>
+          {(a) => <input {...a} {...register('name', { onChange })} maxLength={200} placeholder="office LAN" />}
+        </Field>
+        <Field label="CIDR" error={shown('cidr')}>
+          {(a) => <input {...a} className="mono" {...register('cidr', { onChange, setValueAs: trimmed })} placeholder="10.0.0.0/24" />}
+        </Field>
+        <Field label="Site" error={errorAt(errors, 'siteId')}>
+          {(a) => (
+            <select {...a} {...register('siteId', { onChange, setValueAs: optionalText })}>
+              <option value="">No site</option>
+              {[...sites.values()].map((s) => <option key={s.id} value={s.id}>{s.name} ({s.code})</option>)}
+            </select>
+          )}
+        </Field>
+        <Field label="Scan every (minutes)" error={shown('scanIntervalMinutes') && 'between 15 and 10080 minutes (empty: manual only)'}>
+          {(a) => <input {...a} type="number" min={15} max={10080} {...register('scanIntervalMinutes', { onChange, setValueAs: optionalNumber })} placeholder="manual only" />}
+        </Field>
+        <button type="submit" className="primary" disabled={!isValid || create.isPending}>{create.isPending ? 'Adding…' : 'Add network'}</button>
       </form>
       <ErrorAlert error={create.error} />
       {added && <p role="status" className="notice">Network <Link to={`/networks/${added.id}`}>{added.name}</Link> ({added.cidr}) added.</p>}

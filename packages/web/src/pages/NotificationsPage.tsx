@@ -1,11 +1,15 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { CreateDestinationRequest, EventSeverity, roleAtLeast } from '@surveyor/contract';
-import { type FormEvent, type ReactNode, useId, useMemo, useState } from 'react';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { useMemo, useState } from 'react';
+import { type Resolver, useForm } from 'react-hook-form';
+import type { z } from 'zod';
 import { api } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
 import { ErrorAlert } from '../components/ErrorAlert';
+import { Field, errorAt, optionalNumber, optionalText, plainMessages, listOf, setServerIssues, trimmed } from '../components/form';
 import { ago, dateTime } from '../format';
 import { useMe } from '../queries';
 import type { Delivery, DeliveryList, Destination, DestinationCreated, DestinationList, DestinationTestResult } from '../types';
@@ -16,25 +20,8 @@ const DELIVERIES = '/api/v1/admin/notifications/deliveries';
 
 type Kind = Destination['kind'];
 type Severity = Destination['minSeverity'];
+type CreateDestination = z.output<typeof CreateDestinationRequest>;
 const kindLabels: Record<Kind, string> = { webhook: 'Webhook', slack: 'Slack', email: 'Email (SMTP)' };
-
-/** Field errors by the path the contract's schema names ("name", "config.url", "config.to.0"). */
-type FieldErrors = Record<string, string>;
-
-function Field({ label, error, hint, children }: { label: string; error?: string | undefined; hint?: string; children: (a11y: { id: string; 'aria-invalid'?: true; 'aria-describedby'?: string }) => ReactNode }) {
-  const id = useId();
-  const errorId = `${id}-error`;
-  const hintId = `${id}-hint`;
-  const describedBy = [error ? errorId : null, hint ? hintId : null].filter(Boolean).join(' ');
-  return (
-    <div className="field">
-      <label htmlFor={id}>{label}</label>
-      {children({ id, ...(error ? { 'aria-invalid': true as const } : {}), ...(describedBy ? { 'aria-describedby': describedBy } : {}) })}
-      {hint && <span id={hintId} className="hint">{hint}</span>}
-      {error && <span id={errorId} className="field-error">{error}</span>}
-    </div>
-  );
-}
 
 /** The on-screen label of a schema path, for the summary of field errors. */
 function fieldLabel(path: string, kind: Kind): string {
@@ -55,130 +42,98 @@ function fieldLabel(path: string, kind: Kind): string {
   return labels[key] ?? path;
 }
 
-/** zod's message, except for an empty required field, which says so plainly. */
-function message(issue: { code: string; message: string; minimum?: unknown; origin?: unknown }): string {
-  if (issue.code === 'too_small' && Number(issue.minimum) === 1) return issue.origin === 'array' ? 'give at least one' : 'required';
-  return issue.message;
+/** Every control of the form, all kinds at once (the fields of the other kinds are left out by the contract's schema). */
+interface DestinationForm {
+  kind: Kind;
+  name: string;
+  minSeverity: Severity;
+  config: { url: string; secret?: string | undefined; host: string; port: number; secure: boolean; requireTls: boolean; username?: string | undefined; password?: string | undefined; from: string; to: string[] };
 }
-
-const firstError = (errors: FieldErrors, prefix: string) => errors[prefix] ?? Object.entries(errors).find(([k]) => k.startsWith(`${prefix}.`))?.[1];
+const formDefaults: DestinationForm = { kind: 'webhook', name: '', minSeverity: 'info', config: { url: '', host: '', port: 587, secure: false, requireTls: false, from: '', to: [] } };
+const destinationFields = ['name', 'kind', 'minSeverity', 'config.url', 'config.secret', 'config.host', 'config.port', 'config.username', 'config.password', 'config.from', 'config.to'] as const;
+/** Optional secrets: absent when empty, kept as typed otherwise (spaces count). */
+const optionalSecret = (v: unknown) => (v === '' ? undefined : v);
 
 function CreateDestination({ onCreated }: { onCreated: (d: DestinationCreated) => void }) {
   const client = useQueryClient();
-  const [kind, setKind] = useState<Kind>('webhook');
-  const [name, setName] = useState('');
-  const [url, setUrl] = useState('');
-  const [secret, setSecret] = useState('');
-  const [host, setHost] = useState('');
-  const [port, setPort] = useState('587');
-  const [secure, setSecure] = useState(false);
-  const [requireTls, setRequireTls] = useState(false);
-  const [username, setUsername] = useState('');
-  const [password, setPassword] = useState('');
-  const [from, setFrom] = useState('');
-  const [to, setTo] = useState('');
-  const [minSeverity, setMinSeverity] = useState<Severity>('info');
-  const [errors, setErrors] = useState<FieldErrors>({});
+  // The contract's own schema (one branch per kind) as the resolver: checked on submit, then as the user corrects.
+  const form = useForm<DestinationForm, unknown, CreateDestination>({
+    // The form holds every kind's controls at once, a wider shape than the schema's input union: hence the cast.
+    resolver: zodResolver(CreateDestinationRequest, plainMessages) as unknown as Resolver<DestinationForm, unknown, CreateDestination>,
+    defaultValues: formDefaults,
+  });
+  const { register, handleSubmit, formState: { errors } } = form;
+  const kind = form.watch('kind');
 
   const create = useMutation({
-    mutationFn: (body: unknown) => api<DestinationCreated>(DESTINATIONS, { method: 'POST', body }),
+    mutationFn: (body: CreateDestination) => api<DestinationCreated>(DESTINATIONS, { method: 'POST', body }),
     onSuccess: (d) => {
       onCreated(d);
-      setName('');
-      setUrl('');
-      setSecret('');
-      setPassword('');
+      for (const f of ['name', 'config.url', 'config.secret', 'config.password'] as const) form.resetField(f);
       void client.invalidateQueries({ queryKey: ['destinations'] });
     },
+    onError: (e) => setServerIssues(e, form.setError, destinationFields),
   });
 
-  const config = (): Record<string, unknown> => {
-    if (kind === 'webhook') return { url: url.trim(), ...(secret ? { secret } : {}) };
-    if (kind === 'slack') return { url: url.trim() };
-    return {
-      host: host.trim(),
-      port: Number(port),
-      secure,
-      requireTls,
-      ...(username.trim() ? { username: username.trim() } : {}),
-      ...(password ? { password } : {}),
-      from: from.trim(),
-      to: to.split(/[,\s]+/).filter(Boolean),
-    };
-  };
-
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    const checked = CreateDestinationRequest.safeParse({ kind, name, config: config(), minSeverity });
-    if (!checked.success) {
-      const found: FieldErrors = {};
-      for (const issue of checked.error.issues) {
-        const key = issue.path.join('.');
-        found[key] ??= message(issue);
-      }
-      setErrors(found);
-      return;
-    }
-    setErrors({});
-    create.mutate(checked.data);
-  };
-
-  const count = Object.keys(errors).length;
+  const found = destinationFields.flatMap((f) => {
+    const m = errorAt(errors, f);
+    return m ? [[f, m] as const] : [];
+  });
   return (
     <section aria-labelledby="create-dest-title">
       <h2 id="create-dest-title">Add a destination</h2>
-      <form className="dest-form" onSubmit={submit} noValidate>
-        <Field label="Name" error={errors.name}>
-          {(a) => <input {...a} value={name} onChange={(e) => setName(e.target.value)} maxLength={200} placeholder="ops-webhook" />}
+      <form className="dest-form" onSubmit={handleSubmit((b) => create.mutate(b), () => create.reset())} noValidate>
+        <Field label="Name" error={errorAt(errors, 'name')}>
+          {(a) => <input {...a} {...register('name')} maxLength={200} placeholder="ops-webhook" />}
         </Field>
-        <Field label="Kind" error={errors.kind}>
+        <Field label="Kind" error={errorAt(errors, 'kind')}>
           {(a) => (
-            <select {...a} value={kind} onChange={(e) => { setKind(e.target.value as Kind); setErrors({}); }}>
+            <select {...a} {...register('kind', { onChange: () => form.clearErrors() })}>
               {(Object.keys(kindLabels) as Kind[]).map((k) => <option key={k} value={k}>{kindLabels[k]}</option>)}
             </select>
           )}
         </Field>
-        <Field label="Minimum severity" error={errors.minSeverity}>
+        <Field label="Minimum severity" error={errorAt(errors, 'minSeverity')}>
           {(a) => (
-            <select {...a} value={minSeverity} onChange={(e) => setMinSeverity(e.target.value as Severity)}>
+            <select {...a} {...register('minSeverity')}>
               {EventSeverity.options.map((s) => <option key={s} value={s}>{s}</option>)}
             </select>
           )}
         </Field>
         {kind !== 'email' && (
-          <Field label={kind === 'slack' ? 'Slack webhook URL' : 'URL'} error={firstError(errors, 'config.url')} hint={kind === 'slack' ? 'Stored encrypted; shown redacted.' : 'http or https; receives a signed JSON POST per event.'}>
-            {(a) => <input {...a} type="url" className="wide" value={url} onChange={(e) => setUrl(e.target.value)} placeholder={kind === 'slack' ? 'https://hooks.slack.com/services/…' : 'https://alerts.example.net/surveyor'} />}
+          <Field label={kind === 'slack' ? 'Slack webhook URL' : 'URL'} error={errorAt(errors, 'config.url')} hint={kind === 'slack' ? 'Stored encrypted; shown redacted.' : 'http or https; receives a signed JSON POST per event.'}>
+            {(a) => <input {...a} type="url" className="wide" {...register('config.url', { setValueAs: trimmed })} placeholder={kind === 'slack' ? 'https://hooks.slack.com/services/…' : 'https://alerts.example.net/surveyor'} />}
           </Field>
         )}
         {kind === 'webhook' && (
-          <Field label="Signing secret (optional)" error={firstError(errors, 'config.secret')} hint="16+ characters; generated and shown once when left empty.">
-            {(a) => <input {...a} type="password" autoComplete="new-password" value={secret} onChange={(e) => setSecret(e.target.value)} />}
+          <Field label="Signing secret (optional)" error={errorAt(errors, 'config.secret')} hint="16+ characters; generated and shown once when left empty.">
+            {(a) => <input {...a} type="password" autoComplete="new-password" {...register('config.secret', { setValueAs: optionalSecret })} />}
           </Field>
         )}
         {kind === 'email' && (
           <>
-            <Field label="SMTP host" error={firstError(errors, 'config.host')}>
-              {(a) => <input {...a} value={host} onChange={(e) => setHost(e.target.value)} placeholder="smtp.example.net" />}
+            <Field label="SMTP host" error={errorAt(errors, 'config.host')}>
+              {(a) => <input {...a} {...register('config.host')} placeholder="smtp.example.net" />}
             </Field>
-            <Field label="SMTP port" error={firstError(errors, 'config.port')}>
-              {(a) => <input {...a} type="number" min={1} max={65535} value={port} onChange={(e) => setPort(e.target.value)} className="narrow" />}
+            <Field label="SMTP port" error={errorAt(errors, 'config.port')}>
+              {(a) => <input {...a} type="number" min={1} max={65535} {...register('config.port', { setValueAs: optionalNumber })} className="narrow" />}
             </Field>
-            <Field label="Username (optional)" error={firstError(errors, 'config.username')}>
-              {(a) => <input {...a} value={username} onChange={(e) => setUsername(e.target.value)} autoComplete="off" />}
+            <Field label="Username (optional)" error={errorAt(errors, 'config.username')}>
+              {(a) => <input {...a} {...register('config.username', { setValueAs: optionalText })} autoComplete="off" />}
             </Field>
-            <Field label="SMTP password (optional)" error={firstError(errors, 'config.password')}>
-              {(a) => <input {...a} type="password" value={password} onChange={(e) => setPassword(e.target.value)} autoComplete="new-password" />}
+            <Field label="SMTP password (optional)" error={errorAt(errors, 'config.password')}>
+              {(a) => <input {...a} type="password" {...register('config.password', { setValueAs: optionalSecret })} autoComplete="new-password" />}
             </Field>
-            <Field label="From" error={firstError(errors, 'config.from')}>
-              {(a) => <input {...a} type="email" value={from} onChange={(e) => setFrom(e.target.value)} placeholder="surveyor@example.net" />}
+            <Field label="From" error={errorAt(errors, 'config.from')}>
+              {(a) => <input {...a} type="email" {...register('config.from', { setValueAs: trimmed })} placeholder="surveyor@example.net" />}
             </Field>
-            <Field label="To" error={firstError(errors, 'config.to')} hint="Addresses separated by commas.">
-              {(a) => <input {...a} className="wide" value={to} onChange={(e) => setTo(e.target.value)} placeholder="ops@example.net, oncall@example.net" />}
+            <Field label="To" error={errorAt(errors, 'config.to')} hint="Addresses separated by commas.">
+              {(a) => <input {...a} className="wide" {...register('config.to', { setValueAs: listOf })} placeholder="ops@example.net, oncall@example.net" />}
             </Field>
             <fieldset>
               <legend>TLS</legend>
-              <label className="check"><input type="checkbox" checked={secure} onChange={(e) => setSecure(e.target.checked)} />TLS from the first byte (port 465)</label>
-              <label className="check"><input type="checkbox" checked={requireTls} onChange={(e) => setRequireTls(e.target.checked)} />Require STARTTLS</label>
+              <label className="check"><input type="checkbox" {...register('config.secure')} />TLS from the first byte (port 465)</label>
+              <label className="check"><input type="checkbox" {...register('config.requireTls')} />Require STARTTLS</label>
             </fieldset>
           </>
         )}
@@ -186,13 +141,12 @@ function CreateDestination({ onCreated }: { onCreated: (d: DestinationCreated) =
           <button type="submit" className="primary" disabled={create.isPending}>Create destination</button>
         </div>
       </form>
-      {count > 0 ? (
+      {found.length > 0 && (
         <p role="alert" className="alert">
-          {count === 1 ? 'One field needs' : `${count} fields need`} attention: {Object.entries(errors).map(([k, m]) => `${fieldLabel(k, kind)}: ${m}`).join('; ')}
+          {found.length === 1 ? 'One field needs' : `${found.length} fields need`} attention: {found.map(([k, m]) => `${fieldLabel(k, kind)}: ${m}`).join('; ')}
         </p>
-      ) : (
-        <ErrorAlert error={create.error} />
       )}
+      <ErrorAlert error={create.error} />
     </section>
   );
 }

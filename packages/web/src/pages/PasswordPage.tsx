@@ -1,21 +1,27 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { ChangePasswordRequest } from '@surveyor/contract';
-import { type FormEvent, useEffect, useState } from 'react';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { useEffect } from 'react';
+import { useForm } from 'react-hook-form';
 import { Navigate, useNavigate, useSearchParams } from 'react-router';
 import { ApiError, api, setCsrfToken } from '../api';
 import { ErrorAlert } from '../components/ErrorAlert';
+import { Field, errorAt, plainMessages, setServerIssues } from '../components/form';
 import { meKey, useMe } from '../queries';
 import type { SessionInfo } from '../types';
 import { safeNext } from './LoginPage';
+
+const NewPassword = ChangePasswordRequest.refine((b) => b.newPassword !== b.currentPassword, { path: ['newPassword'], message: 'must differ from the current password' });
 
 export function PasswordPage() {
   const [params] = useSearchParams();
   const navigate = useNavigate();
   const client = useQueryClient();
   const me = useMe();
-  const [currentPassword, setCurrent] = useState('');
-  const [newPassword, setNew] = useState('');
-  const [invalid, setInvalid] = useState<string | null>(null);
+  // The contract's own schema as the resolver (checked on submit, then as the user corrects), plus
+  // one rule of this page: a new password that is the old one is no change.
+  const form = useForm({ resolver: zodResolver(NewPassword, plainMessages), defaultValues: { currentPassword: '', newPassword: '' } });
+  const { register, handleSubmit, formState: { errors } } = form;
   const next = safeNext(params.get('next'));
 
   useEffect(() => {
@@ -24,8 +30,8 @@ export function PasswordPage() {
   }, [me.data]);
 
   const change = useMutation({
-    mutationFn: async () => {
-      await api<void>('/api/v1/auth/password', { method: 'POST', body: { currentPassword, newPassword } });
+    mutationFn: async (body: unknown) => {
+      await api<void>('/api/v1/auth/password', { method: 'POST', body });
       return api<SessionInfo>('/api/v1/auth/me');
     },
     onSuccess: (info) => {
@@ -33,25 +39,11 @@ export function PasswordPage() {
       setCsrfToken(info.csrfToken);
       void navigate(next, { replace: true });
     },
+    // A wrong current password is a 400 naming body.currentPassword: shown under that field.
+    onError: (e) => setServerIssues(e, form.setError, ['currentPassword', 'newPassword']),
   });
 
   if (me.error instanceof ApiError && me.error.status === 401) return <Navigate to={`/login?next=${encodeURIComponent('/password')}`} replace />;
-
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    const checked = ChangePasswordRequest.safeParse({ currentPassword, newPassword });
-    if (!checked.success) {
-      const issue = checked.error.issues[0];
-      setInvalid(issue ? `${issue.path.join('.') === 'newPassword' ? 'New password' : 'Current password'}: ${issue.message}` : 'Check the fields.');
-      return;
-    }
-    if (newPassword === currentPassword) {
-      setInvalid('The new password must differ from the current one.');
-      return;
-    }
-    setInvalid(null);
-    change.mutate();
-  };
 
   return (
     <main className="standalone">
@@ -60,16 +52,14 @@ export function PasswordPage() {
       {me.data?.user.mustChangePassword && (
         <p className="notice">You signed in with a one-time password. Choose your own (at least 12 characters) to continue.</p>
       )}
-      <form onSubmit={submit} className="stack">
-        <label>
-          Current password
-          <input type="password" autoComplete="current-password" required value={currentPassword} onChange={(e) => setCurrent(e.target.value)} autoFocus />
-        </label>
-        <label>
-          New password
-          <input type="password" autoComplete="new-password" required value={newPassword} onChange={(e) => setNew(e.target.value)} />
-        </label>
-        {invalid ? <p role="alert" className="alert">{invalid}</p> : <ErrorAlert error={change.error} />}
+      <form onSubmit={handleSubmit((b) => change.mutate(b), () => change.reset())} className="stack" noValidate>
+        <Field label="Current password" error={errorAt(errors, 'currentPassword')}>
+          {(a) => <input {...a} type="password" autoComplete="current-password" {...register('currentPassword')} autoFocus />}
+        </Field>
+        <Field label="New password" error={errorAt(errors, 'newPassword')} hint="At least 12 characters.">
+          {(a) => <input {...a} type="password" autoComplete="new-password" {...register('newPassword')} />}
+        </Field>
+        <ErrorAlert error={change.error} />
         <button type="submit" className="primary" disabled={change.isPending}>Change password</button>
       </form>
     </main>

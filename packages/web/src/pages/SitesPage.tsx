@@ -1,30 +1,30 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { CreateSiteRequest, RenameSiteRequest, roleAtLeast } from '@surveyor/contract';
-import { type FormEvent, useId, useMemo, useState } from 'react';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { useMemo, useState } from 'react';
+import { useForm } from 'react-hook-form';
 import { api } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
 import { ErrorAlert } from '../components/ErrorAlert';
-import { useCheckedFields } from '../components/useCheckedFields';
+import { Field, errorAt, plainMessages, setServerIssues, trimmed } from '../components/form';
 import { ago, dateTime } from '../format';
 import { useMe, usePage } from '../queries';
 import type { Site } from '../types';
 import { usePageTitle } from './usePageTitle';
 
-type Field = 'code' | 'name';
+const siteFields = ['code', 'name'] as const;
 
 function AddSite() {
   const client = useQueryClient();
   const [added, setAdded] = useState<Site | null>(null);
-  // The contract's own schema, as the server applies it: what it refuses is shown as the user types.
-  const form = useCheckedFields({ code: '', name: '' } as Record<Field, string>, (v) => ({ code: v.code.trim(), name: v.name }), CreateSiteRequest, {
-    onEdit: () => {
-      if (create.error) create.reset();
-      setAdded(null);
-    },
-  });
-  const { values, checked, set, props, issue } = form;
+  // The contract's own schema as the resolver, checked as the user types (the server applies the same).
+  const form = useForm({ resolver: zodResolver(CreateSiteRequest, plainMessages), mode: 'onChange', defaultValues: { code: '', name: '' } });
+  const { register, handleSubmit, formState: { errors, isValid } } = form;
+  const values = form.watch();
+  // An emptied field only keeps submit disabled; a field with text shows why it is refused.
+  const shown = (f: (typeof siteFields)[number]) => (values[f].trim() === '' ? undefined : errorAt(errors, f));
 
   const create = useMutation({
     mutationFn: (b: unknown) => api<Site>('/api/v1/sites', { method: 'POST', body: b }),
@@ -33,27 +33,25 @@ function AddSite() {
       form.reset();
       setAdded(s);
     },
+    onError: (e) => setServerIssues(e, form.setError, siteFields),
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    if (checked.success) create.mutate(checked.data);
+  // Editing clears the previous answer.
+  const onChange = () => {
+    if (create.error) create.reset();
+    setAdded(null);
   };
 
   return (
     <section aria-labelledby="add-site-title">
       <h2 id="add-site-title">Add site</h2>
-      <form onSubmit={submit} className="add-network" noValidate>
-        <div className="field">
-          <label htmlFor={form.id('code')}>Code</label>
-          <input className="mono" value={values.code} onChange={set('code')} maxLength={64} placeholder="fra-1" {...props('code')} />
-          {issue('code')}
-        </div>
-        <div className="field">
-          <label htmlFor={form.id('name')}>Name</label>
-          <input value={values.name} onChange={set('name')} maxLength={200} placeholder="Frankfurt office" {...props('name')} />
-          {issue('name')}
-        </div>
-        <button type="submit" className="primary" disabled={!checked.success || create.isPending}>{create.isPending ? 'Adding…' : 'Add site'}</button>
+      <form onSubmit={handleSubmit((b) => create.mutate(b))} className="add-network" noValidate>
+        <Field label="Code" error={shown('code')}>
+          {(a) => <input {...a} className="mono" {...register('code', { onChange, setValueAs: trimmed })} maxLength={64} placeholder="fra-1" />}
+        </Field>
+        <Field label="Name" error={shown('name')}>
+          {(a) => <input {...a} {...register('name', { onChange })} maxLength={200} placeholder="Frankfurt office" />}
+        </Field>
+        <button type="submit" className="primary" disabled={!isValid || create.isPending}>{create.isPending ? 'Adding…' : 'Add site'}</button>
       </form>
       <ErrorAlert error={create.error} />
       {added && <p role="status" className="notice">Site {added.name} (<span className="mono">{added.code}</span>) added. Daemons started with <span className="mono">--site {added.code}</span> join it.</p>}
@@ -63,24 +61,21 @@ function AddSite() {
 
 function RenameSite({ site, onDone }: { site: Site; onDone: () => void }) {
   const client = useQueryClient();
-  const [name, setName] = useState(site.name);
-  const id = useId();
-  const checked = RenameSiteRequest.safeParse({ name });
+  const form = useForm({ resolver: zodResolver(RenameSiteRequest, plainMessages), mode: 'onChange', defaultValues: { name: site.name } });
+  const { register, handleSubmit, formState: { errors, isValid } } = form;
   const rename = useMutation({
     mutationFn: (b: unknown) => api<Site>(`/api/v1/sites/${site.id}`, { method: 'PATCH', body: b }),
     onSuccess: () => {
       void client.invalidateQueries({ queryKey: ['sites'] });
       onDone();
     },
+    onError: (e) => setServerIssues(e, form.setError, ['name']),
   });
-  const issue = checked.success ? undefined : checked.error.issues[0]?.message;
   return (
-    <Dialog title={`Rename site ${site.code}`} confirmLabel="Rename" busy={rename.isPending || !checked.success} onConfirm={() => checked.success && rename.mutate(checked.data)} onCancel={onDone}>
-      <div className="field">
-        <label htmlFor={id}>Name</label>
-        <input id={id} value={name} onChange={(e) => { setName(e.target.value); rename.reset(); }} maxLength={200} autoFocus {...(issue ? { 'aria-invalid': true, 'aria-describedby': `${id}-issue` } : {})} />
-        {issue && <span id={`${id}-issue`} className="field-issue error-text">{issue}</span>}
-      </div>
+    <Dialog title={`Rename site ${site.code}`} confirmLabel="Rename" busy={rename.isPending || !isValid} onConfirm={() => void handleSubmit((b) => rename.mutate(b))()} onCancel={onDone}>
+      <Field label="Name" error={errorAt(errors, 'name')}>
+        {(a) => <input {...a} {...register('name', { onChange: () => rename.reset() })} maxLength={200} autoFocus />}
+      </Field>
       <ErrorAlert error={rename.error} />
     </Dialog>
   );

@@ -1,11 +1,14 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { CreateSnapshotRequest, roleAtLeast, snapshotReasons } from '@surveyor/contract';
-import { type FormEvent, useId, useMemo, useState } from 'react';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { useId, useMemo, useState } from 'react';
+import { useForm } from 'react-hook-form';
 import { useSearchParams } from 'react-router';
 import { api } from '../api';
 import { DataTable } from '../components/DataTable';
 import { ErrorAlert } from '../components/ErrorAlert';
+import { Field, errorAt, plainMessages, setServerIssues } from '../components/form';
 import { ago, bytes, dateTime, plural } from '../format';
 import { useCollection, useMe, useSites } from '../queries';
 import type { Site, Snapshot } from '../types';
@@ -52,42 +55,34 @@ function snapshotColumns(sites: Map<string, Site>, canAttest = false): ColumnDef
 
 function TakeSnapshot({ onTaken }: { onTaken: (s: Snapshot) => void }) {
   const client = useQueryClient();
-  const [reason, setReason] = useState<Reason>('manual');
-  const [invalid, setInvalid] = useState<string | null>(null);
-  const reasonId = useId();
+  // The contract's schema (without its "no body at all" preprocessing) as the resolver.
+  const form = useForm({ resolver: zodResolver(CreateSnapshotRequest.out, plainMessages), defaultValues: { reason: 'manual' as Reason } });
+  const { register, handleSubmit, formState: { errors } } = form;
   const take = useMutation({
     mutationFn: (body: unknown) => api<Snapshot>('/api/v1/snapshots', { method: 'POST', body }),
     onSuccess: (s) => {
       onTaken(s);
       void client.invalidateQueries({ queryKey: ['snapshots'] });
     },
+    onError: (e) => setServerIssues(e, form.setError, ['reason']),
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    const checked = CreateSnapshotRequest.safeParse({ reason });
-    if (!checked.success) {
-      setInvalid(`Reason: ${checked.error.issues[0]?.message ?? 'not accepted'}`);
-      return;
-    }
-    setInvalid(null);
-    take.mutate(checked.data);
-  };
   return (
     <section aria-labelledby="take-title">
       <h2 id="take-title">Take a snapshot</h2>
-      <form className="mint" onSubmit={submit}>
-        <div className="field">
-          <label htmlFor={reasonId}>Reason</label>
-          <select id={reasonId} value={reason} onChange={(e) => setReason(e.target.value as Reason)}>
-            {TAKEABLE.map((r) => (
-              <option key={r} value={r}>{reasonLabels[r]}</option>
-            ))}
-          </select>
-        </div>
+      <form className="mint" onSubmit={handleSubmit((b) => take.mutate(b))} noValidate>
+        <Field label="Reason" error={errorAt(errors, 'reason')}>
+          {(a) => (
+            <select {...a} {...register('reason')}>
+              {TAKEABLE.map((r) => (
+                <option key={r} value={r}>{reasonLabels[r]}</option>
+              ))}
+            </select>
+          )}
+        </Field>
         <button type="submit" className="primary" disabled={take.isPending}>{take.isPending ? 'Taking…' : 'Take snapshot'}</button>
         <span className="hint">Counts the whole organisation's inventory now; the daily job takes the scheduled ones.</span>
       </form>
-      {invalid ? <p role="alert" className="alert">{invalid}</p> : <ErrorAlert error={take.error} />}
+      <ErrorAlert error={take.error} />
       {take.data && !take.isPending && (
         <p role="status" className="notice">
           Snapshot taken ({reasonLabels[take.data.reason].toLowerCase()}, {dateTime(take.data.capturedAt)}): {plural(take.data.stats.hosts, 'host')}, {plural(take.data.stats.services, 'service')},{' '}
