@@ -131,6 +131,7 @@ export const invalidatedBy: Record<string, string[][]> = {
   network: [['networks'], ['scans']],
   daemon: [['daemons'], ['overview']],
   snapshot: [['snapshots'], ['overview']],
+  site: [['sites'], ['daemons']],
 };
 
 export function invalidateAll(client: QueryClient): void {
