@@ -41,7 +41,7 @@ describe.skipIf(!haveChromium)('console gaps (#14) in Chromium', () => {
   });
   afterAll(() => c?.close());
 
-  it('cancels a running scan after confirmation, shows a refusal\'s detail, and offers viewers no cancel', async () => {
+  it('cancels a queued scan after confirmation, shows a refusal\'s detail, and offers viewers no cancel', async () => {
     await onlineDaemon(c.t, c.org, { networkCidrs: ['10.60.0.0/16'] });
     const network = await post('/api/v1/networks', { name: 'cancel-lab', cidr: '10.60.1.0/24' }, 201);
     await post('/api/v1/scans', { networkId: network.id }, 202);
