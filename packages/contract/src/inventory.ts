@@ -224,6 +224,16 @@ const limit = z.coerce.number().int().min(1).max(500).default(50).describe('Page
 const cursor = Text.min(1).max(512).optional().describe('`nextCursor` of the previous page.');
 const page = { limit, cursor };
 
+/**
+ * The certificate expiry windows of the console's overview and of the metric
+ * `service_certificates_expiring`: already past, then within 1, 7, 14 and 30 days (cumulative, not yet past).
+ */
+export const certificateExpiryWindows = ['expired', '1d', '7d', '14d', '30d'] as const;
+export const CertificateExpiryWindow = z.enum(certificateExpiryWindows);
+export type CertificateExpiryWindow = z.infer<typeof CertificateExpiryWindow>;
+/** Days of each window after `expired`. */
+export const certificateWindowDays = { '1d': 1, '7d': 7, '14d': 14, '30d': 30 } as const;
+
 export const listQueries = {
   hosts: z.strictObject({
     ...page,
@@ -238,9 +248,21 @@ export const listQueries = {
   services: z.strictObject({ ...page, hostId: Uuid.optional() }),
   networks: z.strictObject({ ...page, siteId: Uuid.optional() }),
   sites: z.strictObject({ ...page }),
-  certificates: z.strictObject({ ...page, hostId: Uuid.optional(), trustStatus: TrustStatus.optional() }),
+  certificates: z.strictObject({
+    ...page,
+    hostId: Uuid.optional(),
+    trustStatus: TrustStatus.optional(),
+    expiring: CertificateExpiryWindow.optional().describe(
+      '`expired`: `notAfter` already past, whatever `trustStatus` said when the certificate was last seen; `1d`, `7d`, `14d`, `30d`: `notAfter` within that many days from now and not yet past (the windows of the metric `service_certificates_expiring`).',
+    ),
+  }),
   vulnerabilities: z.strictObject({ ...page, serviceId: Uuid.optional(), state: VulnerabilityState.optional(), severity: Severity.optional() }),
-  snapshots: z.strictObject({ ...page, siteId: Uuid.optional(), reason: SnapshotReason.optional() }),
+  snapshots: z.strictObject({
+    ...page,
+    siteId: Uuid.optional(),
+    reason: SnapshotReason.optional(),
+    order: z.enum(['asc', 'desc']).optional().describe('`desc`: the newest first; `asc` (the default): the oldest first, as every collection.'),
+  }),
   topologies: z.strictObject({ ...page, siteId: Uuid.optional(), kind: TopologyKind.optional(), status: TopologyStatus.optional() }),
 };
 export type CollectionName = keyof typeof listQueries;

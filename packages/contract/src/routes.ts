@@ -8,6 +8,7 @@ import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { inventoryReadRoutes, inventoryRoutes, inventoryWriteRoutes } from './routes/inventory.js';
 import { jobRoutes } from './routes/jobs.js';
+import { lookupRoutes } from './routes/lookup.js';
 import { memberRoutes } from './routes/members.js';
 import { metaRoutes } from './routes/meta.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -17,6 +18,7 @@ import { scanRoutes } from './routes/scans.js';
 import { siteRoutes } from './routes/sites.js';
 import { topologyRoutes } from './routes/topology.js';
 export { Overview } from './routes/overview.js';
+export { LOOKUP_MAX_IDS, LookupResult } from './routes/lookup.js';
 
 export {
   advisoryRoutes,
@@ -30,6 +32,7 @@ export {
   inventoryRoutes,
   inventoryWriteRoutes,
   jobRoutes,
+  lookupRoutes,
   memberRoutes,
   metaRoutes,
   metricsRoutes,
@@ -64,6 +67,7 @@ export const routes = {
   ...eventRoutes,
   ...memberRoutes,
   ...overviewRoutes,
+  ...lookupRoutes,
   ...consoleRoutes,
   ...attestationRoutes,
 } as const satisfies Record<string, RouteDef>;

@@ -173,6 +173,32 @@ describe('PUT /api/v1/daemons/{id}/site', () => {
     expect((await t.database.db.selectFrom('daemons').select('site_id').where('id', '=', id).executeTakeFirstOrThrow()).site_id).toBeNull();
   });
 
+  it('logs site changes for the live stream: created (console or a daemon\'s siteCode), renamed, and a daemon joining or leaving it', async () => {
+    const siteChanges = async () =>
+      (await t.database.db.selectFrom('change_log').select(['entity_id', 'action']).where('organisation_id', '=', org.organisationId).where('entity_type', '=', 'site').orderBy('id').execute());
+    const before = (await siteChanges()).length;
+    const a = await createSite(admin, { code: code(), name: 'A' });
+    expect((await call(admin, 'PATCH', `/api/v1/sites/${a.id}`, { name: 'A renamed' })).statusCode).toBe(200);
+    const { token } = await enrol(admin);
+    const fromDaemon = code();
+    const daemonId = await register(t.app, token, { name: `d-${randomUUID().slice(0, 8)}`, siteCode: fromDaemon });
+    const b = ((await call(admin, 'GET', '/api/v1/sites?limit=500')).json().data as { id: string; code: string }[]).find((s) => s.code === fromDaemon)!;
+    expect((await call(admin, 'PUT', `/api/v1/daemons/${daemonId}/site`, { siteId: a.id })).statusCode).toBe(200); // leaves b, joins a
+    expect((await call(admin, 'PUT', `/api/v1/daemons/${daemonId}/site`, { siteId: a.id })).statusCode).toBe(200); // no move: no site change
+    expect((await siteChanges()).slice(before)).toEqual([
+      { entity_id: a.id, action: 'created' },
+      { entity_id: a.id, action: 'updated' },
+      { entity_id: b.id, action: 'created' },
+      expect.objectContaining({ action: 'updated' }),
+      expect.objectContaining({ action: 'updated' }),
+    ]);
+    expect((await siteChanges()).slice(before + 3).map((c) => c.entity_id).sort()).toEqual([a.id, b.id].sort());
+    // A refused change logs nothing, and the other organisation's stream sees none of these.
+    expectProblem(await call(admin, 'PATCH', `/api/v1/sites/${randomUUID()}`, { name: 'x' }), 404, 'not_found');
+    expect((await siteChanges()).length).toBe(before + 5);
+    expect(await t.database.db.selectFrom('change_log').select('entity_id').where('organisation_id', '=', other.org.organisationId).where('entity_id', 'in', [a.id, b.id]).execute()).toEqual([]);
+  });
+
   it('needs a session: a bearer API key is refused', async () => {
     const m = await seedMemberWithKey(t.database, org, 'admin', ['inventory:write']);
     const res = await t.app.inject({ method: 'POST', url: '/api/v1/sites', headers: bearer(m.token), payload: { code: code(), name: 'x' } });

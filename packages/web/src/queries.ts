@@ -1,6 +1,8 @@
-import { type QueryClient, useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { type QueryClient, type UseQueryResult, useInfiniteQuery, useQueries, useQuery } from '@tanstack/react-query';
+import { LOOKUP_MAX_IDS, isUuid } from '@surveyor/contract';
+import { useCallback } from 'react';
 import { api } from './api';
-import type { CollectionName, CollectionPage, CollectionQuery, DaemonList, Host, HostTopology, JobStatusList, Overview, ScanSession, SessionInfo, Site } from './types';
+import type { CollectionName, CollectionPage, CollectionQuery, DaemonList, HostTopology, JobStatusList, LookupResult, Overview, ScanSession, SessionInfo, Site } from './types';
 
 // Query keys start with the collection (or resource) name, so a live event invalidates by prefix.
 
@@ -38,13 +40,42 @@ export function useCollection<N extends CollectionName>(name: N, query: Filters<
   });
 }
 
-/** The first 500 hosts, by id: names for host ids shown elsewhere (findings). */
-export function useHostNames() {
-  const q = usePage('hosts', { limit: 500 });
-  const byId = new Map<string, Host>((q.data?.data ?? []).map((h) => [h.id, h]));
-  return byId;
+type LookupKind = keyof LookupResult;
+type LookupItem<K extends LookupKind> = LookupResult[K][number];
+
+/**
+ * The hosts, sites or networks of these ids, by id (`GET /api/v1/lookup`, internal): the names of
+ * the ids a page shows, however long the collection. Ids go 100 to a call, in the order given, so
+ * the calls of rows already shown stay cached as "Load more" adds rows.
+ */
+export function useLookup<K extends LookupKind>(kind: K, ids: readonly (string | null | undefined)[]) {
+  const unique = [...new Set(ids.filter((i): i is string => !!i))];
+  const chunks: string[][] = [];
+  for (let i = 0; i < unique.length; i += LOOKUP_MAX_IDS) chunks.push(unique.slice(i, i + LOOKUP_MAX_IDS));
+  const combine = useCallback(
+    (results: UseQueryResult<LookupResult>[]) => ({
+      byId: new Map<string, LookupItem<K>>(results.flatMap((r) => (r.data?.[kind] ?? []) as LookupItem<K>[]).map((item) => [item.id, item])),
+      pending: results.some((r) => r.isPending),
+      error: results.find((r) => r.error)?.error ?? null,
+    }),
+    [kind],
+  );
+  return useQueries({
+    queries: chunks.map((chunk) => ({
+      queryKey: [kind, 'lookup', chunk],
+      queryFn: ({ signal }: { signal: AbortSignal }) => api<LookupResult>('/api/v1/lookup', { query: { [kind]: chunk.join(',') }, signal }),
+    })),
+    combine,
+  });
 }
 
+/** Hosts by id among the ids shown (findings, services, certificates). */
+export const useHostNames = (ids: readonly string[]) => useLookup('hosts', ids).byId;
+
+/** Sites by id among the ids shown. */
+export const useSiteNames = (ids: readonly (string | null)[]) => useLookup('sites', ids).byId;
+
+/** The first 500 sites, by id: the choices of a site picker. */
 export function useSites() {
   const q = usePage('sites', { limit: 500 });
   return new Map<string, Site>((q.data?.data ?? []).map((s) => [s.id, s]));
@@ -91,10 +122,12 @@ export function useNetworks() {
   return usePage('networks', { limit: 500 });
 }
 
-/** One network by id, from the networks list (the API has no single-network read). */
+/** One network by id (`GET /api/v1/lookup?networks=`): null when the organisation has none of that id. */
 export function useNetwork(id: string) {
-  const q = useNetworks();
-  return { ...q, data: q.data ? (q.data.data.find((n) => n.id === id) ?? null) : undefined };
+  return useQuery({
+    queryKey: ['networks', 'one', id],
+    queryFn: async ({ signal }) => (isUuid(id) ? ((await api<LookupResult>('/api/v1/lookup', { query: { networks: id }, signal })).networks[0] ?? null) : null),
+  });
 }
 
 /** A network's scan sessions, newest first (`GET /api/v1/scans?networkId=`, internal). */
@@ -131,6 +164,7 @@ export const invalidatedBy: Record<string, string[][]> = {
   network: [['networks'], ['scans']],
   daemon: [['daemons'], ['overview']],
   snapshot: [['snapshots'], ['overview']],
+  site: [['sites'], ['daemons']],
 };
 
 export function invalidateAll(client: QueryClient): void {

@@ -19,6 +19,7 @@ import type {
   ScanSession as ScanSessionSchema,
   JobStatus as JobStatusSchema,
   JobStatusList as JobStatusListSchema,
+  LookupResult as LookupResultSchema,
   Member as MemberSchema,
   MemberAdded as MemberAddedSchema,
   Page,
@@ -57,6 +58,7 @@ export type Delivery = z.infer<typeof DeliverySchema>;
 export type DeliveryList = z.infer<typeof DeliveryListSchema>;
 export type HostTopology = z.infer<typeof HostTopologySchema>;
 export type Overview = z.infer<typeof OverviewSchema>;
+export type LookupResult = z.infer<typeof LookupResultSchema>;
 export type Member = z.infer<typeof MemberSchema>;
 export type MemberAdded = z.infer<typeof MemberAddedSchema>;
 export type PageOf<T> = Omit<z.infer<ReturnType<typeof Page>>, 'data'> & { data: T[] };

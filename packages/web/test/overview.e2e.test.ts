@@ -74,7 +74,7 @@ describe.skipIf(!haveChromium)('the overview and the host page in Chromium', () 
     expect(await figure('advisory feed').getByRole('link').getAttribute('href')).toBe('/vulnerabilities');
     expect(await figure('expired').locator('.figure-value').textContent()).toBe('1');
     expect(await figure('expired').getAttribute('class')).toContain('bad');
-    expect(await figure('expired').getByRole('link').getAttribute('href')).toBe('/certificates?trustStatus=expired');
+    expect(await figure('expired').getByRole('link').getAttribute('href')).toBe('/certificates?expiring=expired');
     expect(await figure('within 7 days').locator('.figure-value').textContent()).toBe('0');
     const quiet = p.getByRole('list', { name: 'Quietest online daemons' });
     await quiet.getByRole('listitem').first().waitFor();

@@ -26,7 +26,8 @@ export function findDaemonByName(db: Kysely<DB>, organisationId: string, name: s
 
 /** The site with this code, created (named after the code) when none has it. */
 export async function siteForCode(db: Kysely<DB>, organisationId: string, code: string): Promise<string> {
-  await sql`insert into sites (organisation_id, code, name) values (${organisationId}, ${code}, ${code}) on conflict (organisation_id, lower(code)) do nothing`.execute(db);
+  const created = await sql<{ id: string }>`insert into sites (organisation_id, code, name) values (${organisationId}, ${code}, ${code}) on conflict (organisation_id, lower(code)) do nothing returning id`.execute(db);
+  await logChanges(db, organisationId, 'site', created.rows.map((c) => c.id), 'created');
   const r = await sql<{ id: string }>`select id from sites where organisation_id = ${organisationId} and lower(code) = lower(${code})`.execute(db);
   return r.rows[0]!.id;
 }

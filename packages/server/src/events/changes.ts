@@ -6,7 +6,7 @@ import type { DB } from '../db/schema.js';
  * of these entities writes a change_log row in the transaction of the change (README, "Live
  * change stream", lists when); a trigger notifies the streams at commit.
  */
-export type ChangeType = 'host' | 'service' | 'network' | 'scan' | 'snapshot' | 'daemon' | 'topology' | 'job' | 'vulnerability';
+export type ChangeType = 'host' | 'service' | 'network' | 'scan' | 'snapshot' | 'daemon' | 'topology' | 'job' | 'vulnerability' | 'site';
 export type ChangeAction = 'created' | 'updated' | 'deleted';
 
 /**

@@ -10,23 +10,28 @@ export interface PageArgs {
   after: number;
   /** Rows to fetch: the page size plus one, to learn whether more follow. */
   take: number;
+  /** Newest first: rows strictly before `after` (0: from the end), in descending order. */
+  desc?: boolean;
 }
 
 const iso = <C extends string>(column: C) => rfc3339(column).as(column);
 const isoOrNull = <C extends string>(column: C) => rfc3339<string | null>(column).as(column);
 
-/** Keyset page on (organisation_id, seq): the same index range scan at any depth. */
+/** Keyset page on (organisation_id, seq): the same index range scan at any depth, either way. */
 function keyset<T extends keyof DB & string, O>(q: SelectQueryBuilder<DB, T, O>, table: T, p: PageArgs) {
   const ref = (c: string) => sql.ref(`${table}.${c}`);
-  return q
-    .where(sql<boolean>`${ref('organisation_id')} = ${p.organisationId}`)
-    .where(sql<boolean>`${ref('seq')} > ${p.after}`)
-    .orderBy(sql`${ref('seq')}`)
-    .limit(p.take);
+  const scoped = q.where(sql<boolean>`${ref('organisation_id')} = ${p.organisationId}`);
+  if (p.desc) return (p.after > 0 ? scoped.where(sql<boolean>`${ref('seq')} < ${p.after}`) : scoped).orderBy(sql`${ref('seq')} desc`).limit(p.take);
+  return scoped.where(sql<boolean>`${ref('seq')} > ${p.after}`).orderBy(sql`${ref('seq')}`).limit(p.take);
 }
 
-export function listSites(db: Kysely<DB>, p: PageArgs) {
-  return keyset(db.selectFrom('sites').select(['id', 'seq', 'code', 'name', 'description', iso('created_at'), iso('updated_at')]), 'sites', p).execute();
+/** Only these ids (a lookup of the ids a page shows). */
+type ById = { ids?: readonly string[] | undefined };
+
+export function listSites(db: Kysely<DB>, p: PageArgs, f: ById = {}) {
+  let q = db.selectFrom('sites').select(['id', 'seq', 'code', 'name', 'description', iso('created_at'), iso('updated_at')]);
+  if (f.ids) q = q.where('id', 'in', [...f.ids]);
+  return keyset(q, 'sites', p).execute();
 }
 
 const networkColumns = [
@@ -35,9 +40,10 @@ const networkColumns = [
   sql<number>`family(cidr)`.as('family'), sql<string[]>`exclude_cidrs::text[]`.as('exclude_cidrs_text'), sql<string>`cidr::text`.as('cidr_text'),
 ] as const;
 
-export function listNetworks(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined }) {
+export function listNetworks(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined } & ById) {
   let q = db.selectFrom('networks').select(networkColumns);
   if (f.siteId) q = q.where('site_id', '=', f.siteId);
+  if (f.ids) q = q.where('id', 'in', [...f.ids]);
   return keyset(q, 'networks', p).execute();
 }
 
@@ -47,7 +53,7 @@ export type HostSearch = { kind: 'id'; id: string } | { kind: 'address'; address
 /** Below this many matches a name search collects its hosts from the name indexes, not the page index. */
 const SPARSE_NAME_MATCHES = 5000;
 
-export async function listHosts(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; search?: HostSearch | undefined }) {
+export async function listHosts(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; search?: HostSearch | undefined } & ById) {
   let q = db
     .selectFrom('hosts')
     .select([
@@ -61,6 +67,7 @@ export async function listHosts(db: Kysely<DB>, p: PageArgs, f: { siteId?: strin
       sql<number>`(select count(*)::int from services s where s.organisation_id = hosts.organisation_id and s.host_id = hosts.id and s.state = 'open' and s.gone_at is null)`.as('open_port_count'),
     ]);
   if (f.siteId) q = q.where('site_id', '=', f.siteId);
+  if (f.ids) q = q.where('id', 'in', [...f.ids]);
   const s = f.search;
   if (s?.kind === 'id') q = q.where('id', '=', s.id);
   else if (s?.kind === 'address' || s?.kind === 'cidr') {
@@ -97,13 +104,19 @@ export function listServices(db: Kysely<DB>, p: PageArgs, f: { hostId?: string |
   return keyset(q, 'services', p).execute();
 }
 
-export function listCertificates(db: Kysely<DB>, p: PageArgs, f: { hostId?: string | undefined; trustStatus?: string | undefined }) {
+/** `expired`: notAfter past; a window of days: notAfter within it and not yet past (the overview's and the metric's definition). */
+export type ExpiryWindow = { kind: 'expired'; now: Date } | { kind: 'within'; now: Date; days: number };
+
+export function listCertificates(db: Kysely<DB>, p: PageArgs, f: { hostId?: string | undefined; trustStatus?: string | undefined; expiring?: ExpiryWindow | undefined }) {
   let q = db.selectFrom('certificates').select([
     'id', 'seq', 'host_id', 'port', 'subject', 'issuer', 'sha256', 'trust_status',
     iso('not_before'), iso('not_after'), iso('first_seen_at'), iso('last_seen_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'),
   ]);
   if (f.hostId) q = q.where('host_id', '=', f.hostId);
   if (f.trustStatus) q = q.where('trust_status', '=', f.trustStatus);
+  const e = f.expiring;
+  if (e?.kind === 'expired') q = q.where(sql<boolean>`not_after <= ${e.now}`);
+  else if (e?.kind === 'within') q = q.where(sql<boolean>`not_after > ${e.now} and not_after <= ${e.now}::timestamptz + make_interval(days => ${e.days})`);
   return keyset(q, 'certificates', p).execute();
 }
 

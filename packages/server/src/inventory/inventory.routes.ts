@@ -2,7 +2,7 @@ import { type CollectionName, routes } from '@surveyor/contract';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
-import { keyActor } from '../http/principals.js';
+import { keyActor, sessionPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import type { CursorCodec } from './cursor.js';
 import * as inventory from './inventory.service.js';
@@ -24,6 +24,8 @@ export function registerInventoryRoutes(app: FastifyInstance, deps: { db: Kysely
   for (const [name, def] of Object.entries(collections) as [CollectionName, (typeof collections)[CollectionName]][]) {
     addRoute(app, def, async (request) => inventory.listCollection(db, cursors, keyActor(request).organisationId, name, request.query as never));
   }
+
+  addRoute(app, routes.lookupByIds, async (request) => inventory.lookup(db, sessionPrincipal(request).organisationId, request.query));
 
   addRoute(app, routes.createNetwork, async (request, reply) => reply.code(201).send(await inventory.createNetwork(db, keyActor(request), request.body)));
 

@@ -1,4 +1,4 @@
-import { type CollectionName, type VulnerabilityState, isUuid, listQueries, parseCidr, parseIp, vulnerabilityPatchMoves } from '@surveyor/contract';
+import { type CertificateExpiryWindow, type CollectionName, type VulnerabilityState, certificateWindowDays, isUuid, listQueries, parseCidr, parseIp, vulnerabilityPatchMoves } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
@@ -135,13 +135,19 @@ export function classifySearch(term: string): repo.HostSearch {
 
 type Query<N extends CollectionName> = z.output<(typeof listQueries)[N]>;
 
+/** A certificate expiry window of the contract as of `now`. */
+export function expiryWindow(w: CertificateExpiryWindow, now: Date): repo.ExpiryWindow {
+  return w === 'expired' ? { kind: 'expired', now } : { kind: 'within', now, days: certificateWindowDays[w] };
+}
+
 const listers: { [N in CollectionName]: (db: Kysely<DB>, p: repo.PageArgs, q: Query<N>) => Promise<{ seq: number; item: unknown }[]> } = {
   sites: async (db, p) => (await repo.listSites(db, p)).map((r) => ({ seq: r.seq, item: toSite(r) })),
   networks: async (db, p, q) => (await repo.listNetworks(db, p, q)).map((r) => ({ seq: r.seq, item: toNetwork(r) })),
   hosts: async (db, p, q) =>
     (await repo.listHosts(db, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search) })).map((r) => ({ seq: r.seq, item: toHost(r) })),
   services: async (db, p, q) => (await repo.listServices(db, p, q)).map((r) => ({ seq: r.seq, item: toService(r) })),
-  certificates: async (db, p, q) => (await repo.listCertificates(db, p, q)).map((r) => ({ seq: r.seq, item: toCertificate(r) })),
+  certificates: async (db, p, q) =>
+    (await repo.listCertificates(db, p, { ...q, expiring: q.expiring === undefined ? undefined : expiryWindow(q.expiring, new Date()) })).map((r) => ({ seq: r.seq, item: toCertificate(r) })),
   vulnerabilities: async (db, p, q) => (await repo.listVulnerabilities(db, p, q)).map((r) => ({ seq: r.seq, item: toVulnerability(r) })),
   snapshots: async (db, p, q) => (await repo.listSnapshots(db, p, q)).map((r) => ({ seq: r.seq, item: toSnapshot(r) })),
   topologies: async (db, p, q) => (await repo.listTopologies(db, p, q)).map((r) => ({ seq: r.seq, item: toTopology(r) })),
@@ -151,7 +157,8 @@ const listers: { [N in CollectionName]: (db: Kysely<DB>, p: repo.PageArgs, q: Qu
 export async function listCollection<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>) {
   const { limit, cursor, ...filters } = query as Query<N> & { limit: number; cursor?: string };
   const after = cursor ? cursors.decode(organisationId, name, filters, cursor) : 0;
-  const rows = await listers[name](db, { organisationId, after, take: limit + 1 }, query);
+  const desc = (filters as { order?: 'asc' | 'desc' }).order === 'desc';
+  const rows = await listers[name](db, { organisationId, after, take: limit + 1, desc }, query);
   const hasMore = rows.length > limit;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;
   return {
@@ -159,6 +166,15 @@ export async function listCollection<N extends CollectionName>(db: Kysely<DB>, c
     nextCursor: hasMore ? cursors.encode(organisationId, name, filters, pageRows.at(-1)!.seq) : null,
     hasMore,
   };
+}
+
+/** The hosts, sites and networks of the organisation among these ids (absent ids are left out), as their collections list them. */
+export async function lookup(db: Kysely<DB>, organisationId: string, q: { hosts?: string[] | undefined; sites?: string[] | undefined; networks?: string[] | undefined }) {
+  const among = (ids: string[]) => ({ organisationId, after: 0, take: ids.length });
+  const hosts = q.hosts ? (await repo.listHosts(db, among(q.hosts), { ids: q.hosts })).map(toHost) : [];
+  const sites = q.sites ? (await repo.listSites(db, among(q.sites), { ids: q.sites })).map(toSite) : [];
+  const networks = q.networks ? (await repo.listNetworks(db, among(q.networks), { ids: q.networks })).map(toNetwork) : [];
+  return { hosts, sites, networks };
 }
 
 // --- writes -----------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ export async function insertSite(db: Kysely<DB>, organisationId: string, code: s
   const r = await sql<{ id: string }>`insert into sites (organisation_id, code, name) values (${organisationId}, ${code}, ${name})
     on conflict (organisation_id, lower(code)) do nothing returning id`.execute(db);
   const id = r.rows[0]?.id;
-  return id ? findSite(db, organisationId, id) : undefined;
+  if (!id) return undefined;
+  await logChanges(db, organisationId, 'site', [id], 'created');
+  return findSite(db, organisationId, id);
 }
 
 export function findSite(db: Kysely<DB>, organisationId: string, id: string): Promise<SiteRow | undefined> {
@@ -22,7 +24,9 @@ export function findSite(db: Kysely<DB>, organisationId: string, id: string): Pr
 /** Renames a site; false when the organisation has no such site. */
 export async function renameSite(db: Kysely<DB>, organisationId: string, id: string, name: string): Promise<boolean> {
   const r = await db.updateTable('sites').set({ name, updated_at: sql`now()` }).where('organisation_id', '=', organisationId).where('id', '=', id).executeTakeFirst();
-  return Number(r.numUpdatedRows) > 0;
+  const renamed = Number(r.numUpdatedRows) > 0;
+  if (renamed) await logChanges(db, organisationId, 'site', [id], 'updated');
+  return renamed;
 }
 
 /** The daemon's current site, locked for the change; undefined when the organisation has no such daemon. */
@@ -30,8 +34,13 @@ export function findDaemonForUpdate(db: Kysely<DB>, organisationId: string, id: 
   return db.selectFrom('daemons').select(['id', 'site_id', 'site_set_in_ui']).where('organisation_id', '=', organisationId).where('id', '=', id).forUpdate().executeTakeFirst();
 }
 
-/** Sets (or clears) a daemon's site from the console: set marks it as the UI's, so registration leaves it alone. */
-export async function setDaemonSite(db: Kysely<DB>, organisationId: string, id: string, siteId: string | null): Promise<void> {
+/**
+ * Sets (or clears) a daemon's site from the console: set marks it as the UI's, so registration leaves it alone.
+ * Logs the daemon as updated, and each site it left or joined (`previousSiteId`, `siteId`) as updated too.
+ */
+export async function setDaemonSite(db: Kysely<DB>, organisationId: string, id: string, siteId: string | null, previousSiteId: string | null): Promise<void> {
   await db.updateTable('daemons').set({ site_id: siteId, site_set_in_ui: siteId !== null, updated_at: sql`now()` }).where('organisation_id', '=', organisationId).where('id', '=', id).execute();
   await logChanges(db, organisationId, 'daemon', [id], 'updated');
+  const sites = [...new Set([previousSiteId, siteId])].filter((s): s is string => s !== null);
+  if (previousSiteId !== siteId) await logChanges(db, organisationId, 'site', sites, 'updated');
 }

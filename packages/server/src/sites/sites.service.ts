@@ -51,7 +51,7 @@ export async function setDaemonSite(db: Kysely<DB>, actor: OrgActor, daemonId: s
     const daemon = await repo.findDaemonForUpdate(trx, actor.organisationId, daemonId);
     if (!daemon) throw new AppError('not_found', `No daemon ${daemonId}.`);
     if (siteId !== null) await siteOrThrow(trx, actor.organisationId, siteId);
-    await repo.setDaemonSite(trx, actor.organisationId, daemonId, siteId);
+    await repo.setDaemonSite(trx, actor.organisationId, daemonId, siteId, daemon.site_id);
     await recordAudit(trx, actor, { organisationId: actor.organisationId, action: 'daemon.site_set', targetType: 'daemon', targetId: daemonId, changes: { siteId: { from: daemon.site_id, to: siteId } } });
   });
   return (await daemonSummary(db, actor.organisationId, daemonId))!;

@@ -4,6 +4,8 @@ interface Props {
   title: string;
   children?: ReactNode;
   confirmLabel?: string;
+  /** The dismissing button's label (default Cancel). */
+  cancelLabel?: string;
   busy?: boolean;
   onConfirm: () => void;
   onCancel: () => void;
@@ -13,7 +15,7 @@ interface Props {
  * A modal `<dialog>` (focus stays inside, Escape cancels) with "Confirm" and "Cancel". Used to
  * confirm a revocation and to ask for a finding's optional note.
  */
-export function Dialog({ title, children, confirmLabel = 'Confirm', busy, onConfirm, onCancel }: Props) {
+export function Dialog({ title, children, confirmLabel = 'Confirm', cancelLabel = 'Cancel', busy, onConfirm, onCancel }: Props) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   useEffect(() => {
@@ -39,7 +41,7 @@ export function Dialog({ title, children, confirmLabel = 'Confirm', busy, onConf
         {children}
         <div className="actions">
           <button type="submit" className="primary" disabled={busy}>{confirmLabel}</button>
-          <button type="button" onClick={onCancel}>Cancel</button>
+          <button type="button" onClick={onCancel}>{cancelLabel}</button>
         </div>
       </form>
     </dialog>

@@ -1,4 +1,4 @@
-import { type TrustStatus, trustStatuses } from '@surveyor/contract';
+import { type CertificateExpiryWindow, type TrustStatus, certificateExpiryWindows, trustStatuses } from '@surveyor/contract';
 import type { ColumnDef } from '@tanstack/react-table';
 import { useId, useMemo } from 'react';
 import { useSearchParams } from 'react-router';
@@ -19,6 +19,15 @@ export const trustLabels: Record<Trust, string> = {
   not_yet_valid: 'Not yet valid',
   self_signed: 'Self-signed',
   untrusted: 'Untrusted',
+};
+
+/** The overview's expiry windows, as the certificates filter offers them. */
+export const expiryLabels: Record<CertificateExpiryWindow, string> = {
+  expired: 'Expired',
+  '1d': 'Within 1 day',
+  '7d': 'Within 7 days',
+  '14d': 'Within 14 days',
+  '30d': 'Within 30 days',
 };
 
 /** Days left until notAfter: negative (expired) in red, 30 days or fewer in amber. */
@@ -49,10 +58,19 @@ export function CertificatesPage() {
   const [params, setParams] = useSearchParams();
   const raw = params.get('trustStatus');
   const trustStatus = raw && (trustStatuses as readonly string[]).includes(raw) ? (raw as Trust) : undefined;
-  const hosts = useHostNames();
+  const rawExpiring = params.get('expiring');
+  const expiring = rawExpiring && (certificateExpiryWindows as readonly string[]).includes(rawExpiring) ? (rawExpiring as CertificateExpiryWindow) : undefined;
+  const setFilter = (name: 'trustStatus' | 'expiring', value: string) => {
+    const next = new URLSearchParams(params);
+    if (value) next.set(name, value);
+    else next.delete(name);
+    setParams(next, { replace: true });
+  };
+  const expiringId = useId();
   const selectId = useId();
-  const certs = useCollection('certificates', { limit: 100, trustStatus });
+  const certs = useCollection('certificates', { limit: 100, trustStatus, expiring });
   const rows = useMemo(() => certs.data?.pages.flatMap((p) => p.data) ?? [], [certs.data]);
+  const hosts = useHostNames(rows.map((c) => c.hostId));
   const columns = useMemo(() => certificateColumns(hosts), [hosts]);
 
   return (
@@ -61,10 +79,19 @@ export function CertificatesPage() {
       <div className="toolbar">
         <div className="field">
           <label htmlFor={selectId}>Trust status</label>
-          <select id={selectId} value={trustStatus ?? ''} onChange={(e) => setParams(e.target.value ? { trustStatus: e.target.value } : {}, { replace: true })}>
+          <select id={selectId} value={trustStatus ?? ''} onChange={(e) => setFilter('trustStatus', e.target.value)}>
             <option value="">Any</option>
             {trustStatuses.map((s) => (
               <option key={s} value={s}>{trustLabels[s]}</option>
+            ))}
+          </select>
+        </div>
+        <div className="field">
+          <label htmlFor={expiringId}>Expiry</label>
+          <select id={expiringId} value={expiring ?? ''} onChange={(e) => setFilter('expiring', e.target.value)}>
+            <option value="">Any</option>
+            {certificateExpiryWindows.map((w) => (
+              <option key={w} value={w}>{expiryLabels[w]}</option>
             ))}
           </select>
         </div>
@@ -74,7 +101,9 @@ export function CertificatesPage() {
       {certs.isPending && !certs.error && <p className="loading">Loading…</p>}
       {certs.data && rows.length === 0 && (
         <p className="empty">
-          {trustStatus ? `No certificate is ${trustLabels[trustStatus].toLowerCase()}.` : 'No certificates yet: scanning a network records the TLS certificates its hosts present.'}
+          {expiring
+            ? `No certificate ${expiring === 'expired' ? 'has expired' : `expires ${expiryLabels[expiring].toLowerCase()}`}${trustStatus ? ` and is ${trustLabels[trustStatus].toLowerCase()}` : ''}.`
+            : trustStatus ? `No certificate is ${trustLabels[trustStatus].toLowerCase()}.` : 'No certificates yet: scanning a network records the TLS certificates its hosts present.'}
         </p>
       )}
       {rows.length > 0 && (

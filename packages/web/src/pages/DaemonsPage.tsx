@@ -10,7 +10,7 @@ import { Dialog } from '../components/Dialog';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { Field, errorAt, optionalText, plainMessages, setServerIssues } from '../components/form';
 import { ago, dateTime, seconds } from '../format';
-import { useDaemons, useMe, useSites } from '../queries';
+import { useDaemons, useMe, useSiteNames, useSites } from '../queries';
 import type { DaemonList, DaemonSummary, EnrolDaemonResponse, Site } from '../types';
 import { usePageTitle } from './usePageTitle';
 
@@ -165,9 +165,12 @@ export function DaemonsPage() {
   const sites = useSites();
   const [enrolling, setEnrolling] = useState(false);
   const [enrolled, setEnrolled] = useState<EnrolDaemonResponse | null>(null);
-  const columns = useMemo(() => daemonColumns(sites, admin), [sites, admin]);
   // The API lists the quietest first; kept so whatever the order it sends.
   const rows = useMemo(() => [...(daemons.data?.data ?? [])].sort((a, b) => b.quietSeconds - a.quietSeconds), [daemons.data]);
+  // The picker's sites (the first 500) and the sites of the daemons shown, looked up by id.
+  const siteNames = useSiteNames(rows.map((d) => d.siteId));
+  const known = useMemo(() => new Map([...sites, ...siteNames]), [sites, siteNames]);
+  const columns = useMemo(() => daemonColumns(known, admin), [known, admin]);
   const quiet = rows.filter(quietTooLong).length;
 
   return (

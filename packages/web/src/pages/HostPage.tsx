@@ -8,7 +8,7 @@ import { ErrorAlert } from '../components/ErrorAlert';
 import { HostTopology } from '../components/HostTopology';
 import { VulnerabilityTable } from '../components/VulnerabilityTable';
 import { ago, dateTime } from '../format';
-import { useHost, useHostTopology, usePage, useSites } from '../queries';
+import { useHost, useHostTopology, usePage, useSiteNames } from '../queries';
 import type { Certificate, CollectionPage, HostTopology as Topology, Service } from '../types';
 import { DaysLeft, trustLabels } from './CertificatesPage';
 import { usePageTitle } from './usePageTitle';
@@ -96,7 +96,6 @@ function Field({ name, children }: { name: string; children: React.ReactNode }) 
 export function HostPage() {
   const { id = '' } = useParams();
   const host = useHost(id);
-  const sites = useSites();
   const services = usePage('services', { hostId: id, limit: 500 }, host.data != null);
   const serviceList = services.data?.data ?? [];
   // The findings API filters by service, not host: one query per service of the host.
@@ -110,6 +109,7 @@ export function HostPage() {
   const vulns = useMemo(() => findings.flatMap((q) => q.data?.data ?? []), [findings]);
   const findingsError = findings.find((q) => q.error)?.error;
   const h = host.data;
+  const sites = useSiteNames([h?.siteId ?? null]);
   const title = h ? (h.hostname ?? h.fqdn ?? h.addresses[0] ?? 'Host') : 'Host';
   usePageTitle(title);
 

@@ -4,7 +4,7 @@ import { Link, useNavigate, useSearchParams } from 'react-router';
 import { DataTable } from '../components/DataTable';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { ago, dateTime } from '../format';
-import { useCollection, useSites } from '../queries';
+import { useCollection, useSiteNames, useSites } from '../queries';
 import type { Host, Site } from '../types';
 import { usePageTitle } from './usePageTitle';
 
@@ -74,7 +74,8 @@ export function HostsPage() {
   const sites = useSites();
   const hosts = useCollection('hosts', { limit: 100, search, siteId });
   const rows = useMemo(() => hosts.data?.pages.flatMap((p) => p.data) ?? [], [hosts.data]);
-  const columns = useMemo(() => hostColumns(sites), [sites]);
+  const siteNames = useSiteNames([siteParam, ...rows.map((h) => h.siteId)]);
+  const columns = useMemo(() => hostColumns(siteNames), [siteNames]);
 
   return (
     <>
@@ -95,7 +96,7 @@ export function HostsPage() {
           Site
           <select value={siteParam} onChange={(e) => setSite(e.target.value)}>
             <option value="">All sites</option>
-            {siteParam && !sites.has(siteParam) && <option value={siteParam}>…</option>}
+            {siteParam && !sites.has(siteParam) && <option value={siteParam}>{siteNames.get(siteParam)?.name ?? '…'}</option>}
             {[...sites.values()].map((s) => (
               <option key={s.id} value={s.id}>{s.name}</option>
             ))}

@@ -1,12 +1,15 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { roleAtLeast } from '@surveyor/contract';
-import { useMemo } from 'react';
+import { useMemo, useState } from 'react';
 import { Link, useParams } from 'react-router';
+import { api } from '../api';
 import { DataTable } from '../components/DataTable';
+import { Dialog } from '../components/Dialog';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { ScanButton } from '../components/ScanButton';
 import { ago, dateTime } from '../format';
-import { useMe, useNetwork, useNetworkScans, useSites } from '../queries';
+import { useMe, useNetwork, useNetworkScans, useSiteNames } from '../queries';
 import type { ScanSession } from '../types';
 import { intervalText, scheduleText } from './NetworksPage';
 import { usePageTitle } from './usePageTitle';
@@ -20,11 +23,16 @@ export function ScanState({ state }: { state: ScanSession['state'] }) {
 const percentText = (s: ScanSession) => (s.progress.percent === null ? '—' : `${s.progress.percent} %`);
 const hostsText = (s: ScanSession) => `${s.progress.hostsScanned} / ${s.progress.hostsTotal ?? '?'}`;
 
-/** The session in progress: its state, hosts scanned of the total, percent, batches (refreshed by scan.* live events). */
-function LiveSession({ session }: { session: ScanSession }) {
+/**
+ * The session in progress: its state, hosts scanned of the total, percent, batches (refreshed by
+ * scan.* live events), and "Cancel scan" for those who may (`onCancel`). Once cancelled here it
+ * stays, showing its final state.
+ */
+function LiveSession({ session, onCancel }: { session: ScanSession; onCancel?: (() => void) | undefined }) {
+  const active = ACTIVE.includes(session.state);
   return (
     <section aria-labelledby="live-title" className="live-scan">
-      <h2 id="live-title">Scan in progress</h2>
+      <h2 id="live-title">{active ? 'Scan in progress' : `Scan ${session.state}`}</h2>
       <dl className="fields" aria-live="polite">
         <dt>State</dt>
         <dd><ScanState state={session.state} /></dd>
@@ -38,7 +46,14 @@ function LiveSession({ session }: { session: ScanSession }) {
         <dd data-testid="live-batches">{session.progress.batches}</dd>
         <dt>Started</dt>
         <dd>{session.startedAt ? <span title={dateTime(session.startedAt)}>{ago(session.startedAt)}</span> : `not yet (queued ${ago(session.createdAt)})`}</dd>
+        {session.finishedAt && (
+          <>
+            <dt>Finished</dt>
+            <dd><span title={dateTime(session.finishedAt)}>{ago(session.finishedAt)}</span></dd>
+          </>
+        )}
       </dl>
+      {active && onCancel && <p className="row-actions"><button type="button" className="small danger" onClick={onCancel}>Cancel scan</button></p>}
     </section>
   );
 }
@@ -48,13 +63,26 @@ export function NetworkPage() {
   const me = useMe();
   const canScan = me.data ? roleAtLeast(me.data.role, 'editor') : false;
   const network = useNetwork(id);
-  const sites = useSites();
   const scans = useNetworkScans(id);
   const n = network.data;
+  const sites = useSiteNames([n?.siteId ?? null]);
   usePageTitle(n ? `Network ${n.name}` : 'Network');
 
   const sessions = scans.data?.data ?? [];
-  const live = sessions.find((s) => ACTIVE.includes(s.state));
+  const client = useQueryClient();
+  // The session whose cancellation is being confirmed: kept here, so the dialog stays (and can
+  // show a refusal) even when a live event ends the session meanwhile.
+  const [confirming, setConfirming] = useState<ScanSession | null>(null);
+  const cancel = useMutation({
+    mutationFn: (sessionId: string) => api<ScanSession>(`/api/v1/scans/${sessionId}/cancel`, { method: 'POST' }),
+    onSuccess: () => {
+      setConfirming(null);
+      void client.invalidateQueries({ queryKey: ['scans'] });
+      void client.invalidateQueries({ queryKey: ['overview'] });
+    },
+  });
+  const cancelled = cancel.data;
+  const live = sessions.find((s) => ACTIVE.includes(s.state)) ?? (cancelled ? (sessions.find((s) => s.sessionId === cancelled.sessionId) ?? cancelled) : undefined);
 
   const columns = useMemo<ColumnDef<ScanSession>[]>(
     () => [
@@ -102,7 +130,22 @@ export function NetworkPage() {
             <dd>{n.lastScanAt ? <span title={dateTime(n.lastScanAt)}>{ago(n.lastScanAt)}</span> : 'never'}</dd>
           </dl>
           {canScan && <p className="row-actions"><ScanButton networkId={n.id} quiet /></p>}
-          {live && <LiveSession session={live} />}
+          {live && <LiveSession session={live} onCancel={canScan ? () => { cancel.reset(); setConfirming(live); } : undefined} />}
+          {confirming && (
+            <Dialog
+              title="Cancel this scan?"
+              confirmLabel={cancel.isPending ? 'Cancelling…' : 'Cancel scan'}
+              cancelLabel={cancel.error ? 'Close' : 'Keep scanning'}
+              busy={cancel.isPending}
+              onConfirm={() => cancel.mutate(confirming.sessionId)}
+              onCancel={() => { setConfirming(null); cancel.reset(); }}
+            >
+              <p>
+                The session queued {ago(confirming.createdAt)} stops{confirming.state === 'queued' ? ' before it starts' : ': its daemon is told to stop'}. What it found so far stays in the inventory.
+              </p>
+              <ErrorAlert error={cancel.error} />
+            </Dialog>
+          )}
           <section aria-labelledby="history-title">
             <h2 id="history-title">Scan history</h2>
             <ErrorAlert error={scans.error} />

@@ -11,7 +11,7 @@ import { ErrorAlert } from '../components/ErrorAlert';
 import { ScanButton } from '../components/ScanButton';
 import { Field, errorAt, optionalNumber, optionalText, plainMessages, setServerIssues, trimmed } from '../components/form';
 import { ago, dateTime } from '../format';
-import { useMe, useNetworks, useSites } from '../queries';
+import { useMe, useNetworks, useSiteNames, useSites } from '../queries';
 import type { Network, Site } from '../types';
 import { usePageTitle } from './usePageTitle';
 import type { z } from 'zod';
@@ -94,12 +94,13 @@ export function NetworksPage() {
   const sites = useSites();
   const networks = useNetworks();
   const rows = networks.data?.data ?? [];
+  const siteNames = useSiteNames(rows.map((n) => n.siteId));
 
   const columns = useMemo<ColumnDef<Network>[]>(
     () => [
       { header: 'Name', accessorKey: 'name', cell: ({ row }) => <Link to={`/networks/${row.original.id}`}>{row.original.name}</Link> },
       { header: 'CIDR', accessorKey: 'cidr', cell: ({ row }) => <span className="mono">{row.original.cidr}</span> },
-      { header: 'Site', accessorKey: 'siteId', cell: ({ row }) => (row.original.siteId ? (sites.get(row.original.siteId)?.name ?? '…') : '—') },
+      { header: 'Site', accessorKey: 'siteId', cell: ({ row }) => (row.original.siteId ? (siteNames.get(row.original.siteId)?.name ?? '…') : '—') },
       { header: 'Schedule', accessorKey: 'scanIntervalMinutes', cell: ({ row }) => <span className="nowrap">{intervalText(row.original.scanIntervalMinutes)}</span> },
       {
         header: 'Last scan',
@@ -113,7 +114,7 @@ export function NetworksPage() {
       },
       ...(canScan ? [{ id: 'scan', header: 'Scan', cell: ({ row }) => <ScanButton networkId={row.original.id} label={`Scan ${row.original.name} now`} /> } satisfies ColumnDef<Network>] : []),
     ],
-    [sites, canScan],
+    [siteNames, canScan],
   );
 
   return (

@@ -1,10 +1,11 @@
-import { roleAtLeast } from '@surveyor/contract';
+import { certificateExpiryWindows, roleAtLeast } from '@surveyor/contract';
 import type { ReactNode } from 'react';
 import { Link } from 'react-router';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { countOf, seconds } from '../format';
 import { useDaemonCounts, useDaemons, useJobs, useMe, useOverview, usePage } from '../queries';
 import type { JobStatus } from '../types';
+import { expiryLabels } from './CertificatesPage';
 import { usePageTitle } from './usePageTitle';
 
 const SEVERITIES = ['critical', 'high', 'medium', 'low'] as const;
@@ -40,6 +41,9 @@ function SeverityFigure({ severity }: { severity: (typeof SEVERITIES)[number] })
     />
   );
 }
+
+/** Expired and within a day: red; within a week: amber; later windows stay plain. */
+const EXPIRY_TONES: Record<(typeof certificateExpiryWindows)[number], string | undefined> = { expired: 'bad', '1d': 'bad', '7d': 'amber', '14d': undefined, '30d': undefined };
 
 const HOUR = 3600;
 const DAY = 86_400;
@@ -138,9 +142,10 @@ export function OverviewPage() {
         <h2 id="ov-certs">Certificates expiring</h2>
         {o && (
           <ul className="figures">
-            <Figure label="expired" value={o.certificatesExpiring.expired} to="/certificates?trustStatus=expired" tone={o.certificatesExpiring.expired > 0 ? 'bad' : undefined} />
-            <Figure label="within 7 days" value={o.certificatesExpiring['7d']} to="/certificates" tone={o.certificatesExpiring['7d'] > 0 ? 'amber' : undefined} />
-            <Figure label="within 30 days" value={o.certificatesExpiring['30d']} to="/certificates" />
+            {certificateExpiryWindows.map((w) => {
+              const n = o.certificatesExpiring[w];
+              return <Figure key={w} label={expiryLabels[w].toLowerCase()} value={n} to={`/certificates?expiring=${w}`} tone={n > 0 ? EXPIRY_TONES[w] : undefined} />;
+            })}
           </ul>
         )}
       </section>

@@ -4,9 +4,9 @@ import { useSearchParams } from 'react-router';
 import { DataTable } from '../components/DataTable';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { ago, dateTime } from '../format';
-import { useCollection, useHostNames } from '../queries';
+import { useCollection, useHostNames, usePage } from '../queries';
 import type { Host, Service } from '../types';
-import { HostLink } from './hostLabel';
+import { HostLink, hostLabel } from './hostLabel';
 import { usePageTitle } from './usePageTitle';
 
 function serviceColumns(hosts: Map<string, Host>): ColumnDef<Service>[] {
@@ -31,12 +31,13 @@ export function ServicesPage() {
   usePageTitle('Services');
   const [params, setParams] = useSearchParams();
   const hostId = params.get('hostId') ?? undefined;
-  const hosts = useHostNames();
   const selectId = useId();
   const services = useCollection('services', { limit: 100, hostId });
   const rows = useMemo(() => services.data?.pages.flatMap((p) => p.data) ?? [], [services.data]);
+  const hosts = useHostNames([...(hostId ? [hostId] : []), ...rows.map((s) => s.hostId)]);
+  const choices = usePage('hosts', { limit: 500 }); // the picker offers the first 500; the names of the rows are looked up
   const columns = useMemo(() => serviceColumns(hosts), [hosts]);
-  const hostList = useMemo(() => [...hosts.values()].sort((a, b) => (a.hostname ?? a.addresses[0] ?? '').localeCompare(b.hostname ?? b.addresses[0] ?? '')), [hosts]);
+  const hostList = useMemo(() => [...(choices.data?.data ?? [])].sort((a, b) => (a.hostname ?? a.addresses[0] ?? '').localeCompare(b.hostname ?? b.addresses[0] ?? '')), [choices.data]);
 
   return (
     <>
@@ -46,9 +47,9 @@ export function ServicesPage() {
           <label htmlFor={selectId}>Host</label>
           <select id={selectId} value={hostId ?? ''} onChange={(e) => setParams(e.target.value ? { hostId: e.target.value } : {}, { replace: true })}>
             <option value="">Every host</option>
-            {hostId && !hosts.has(hostId) && <option value={hostId}>{hostId}</option>}
+            {hostId && !hostList.some((h) => h.id === hostId) && <option value={hostId}>{hostLabel(hosts.get(hostId)) ?? hostId}</option>}
             {hostList.map((h) => (
-              <option key={h.id} value={h.id}>{h.hostname ?? h.fqdn ?? h.addresses[0] ?? h.id}</option>
+              <option key={h.id} value={h.id}>{hostLabel(h)}</option>
             ))}
           </select>
         </div>

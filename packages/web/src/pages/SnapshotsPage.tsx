@@ -10,7 +10,7 @@ import { DataTable } from '../components/DataTable';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { Field, errorAt, plainMessages, setServerIssues } from '../components/form';
 import { ago, bytes, dateTime, plural } from '../format';
-import { useCollection, useMe, useSites } from '../queries';
+import { useCollection, useMe, useSiteNames } from '../queries';
 import type { Site, Snapshot } from '../types';
 import { usePageTitle } from './usePageTitle';
 
@@ -86,7 +86,7 @@ function TakeSnapshot({ onTaken }: { onTaken: (s: Snapshot) => void }) {
       {take.data && !take.isPending && (
         <p role="status" className="notice">
           Snapshot taken ({reasonLabels[take.data.reason].toLowerCase()}, {dateTime(take.data.capturedAt)}): {plural(take.data.stats.hosts, 'host')}, {plural(take.data.stats.services, 'service')},{' '}
-          {plural(take.data.stats.certificates, 'certificate')}, {plural(take.data.stats.vulnerabilities, 'vulnerability', 'vulnerabilities')}. It is listed last, highlighted.
+          {plural(take.data.stats.certificates, 'certificate')}, {plural(take.data.stats.vulnerabilities, 'vulnerability', 'vulnerabilities')}. It is listed first, highlighted.
         </p>
       )}
     </section>
@@ -100,12 +100,12 @@ export function SnapshotsPage() {
   const [params, setParams] = useSearchParams();
   const raw = params.get('reason');
   const reason = raw && (snapshotReasons as readonly string[]).includes(raw) ? (raw as Reason) : undefined;
-  const sites = useSites();
   const [taken, setTaken] = useState<Set<string>>(new Set());
   const filterId = useId();
-  const snapshots = useCollection('snapshots', { limit: 100, reason });
+  const snapshots = useCollection('snapshots', { limit: 100, reason, order: 'desc' });
   const rows = useMemo(() => snapshots.data?.pages.flatMap((p) => p.data) ?? [], [snapshots.data]);
   const canAttest = me.data ? roleAtLeast(me.data.role, 'admin') : false;
+  const sites = useSiteNames(rows.map((s) => s.siteId));
   const columns = useMemo(() => snapshotColumns(sites, canAttest), [sites, canAttest]);
 
   return (
@@ -136,7 +136,7 @@ export function SnapshotsPage() {
                 : 'No snapshots yet: the daily job (inventory.snapshot) takes one, or an editor can take one now.'}
           </p>
         )}
-        {rows.length > 0 && <DataTable caption="Snapshots, the oldest first" data={rows} columns={columns} rowKey={(s) => s.id} rowClassName={(s) => (taken.has(s.id) ? 'just-taken' : undefined)} />}
+        {rows.length > 0 && <DataTable caption="Snapshots, the newest first" data={rows} columns={columns} rowKey={(s) => s.id} rowClassName={(s) => (taken.has(s.id) ? 'just-taken' : undefined)} />}
         {snapshots.hasNextPage && (
           <button type="button" className="more" onClick={() => void snapshots.fetchNextPage()} disabled={snapshots.isFetchingNextPage}>
             {snapshots.isFetchingNextPage ? 'Loading…' : 'Load more'}
