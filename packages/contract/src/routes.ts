@@ -14,8 +14,10 @@ import { overviewRoutes } from './routes/overview.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { scanRoutes } from './routes/scans.js';
 import { siteRoutes } from './routes/sites.js';
+import { snapshotRoutes } from './routes/snapshots.js';
 import { topologyRoutes } from './routes/topology.js';
 export { Overview } from './routes/overview.js';
+export { SnapshotDiff, SnapshotDiffChange, SnapshotDiffKind, SnapshotDiffQuery, SnapshotDiffSection, snapshotDiffKinds, snapshotDiffSections } from './routes/snapshots.js';
 
 export {
   advisoryRoutes,
@@ -35,6 +37,7 @@ export {
   overviewRoutes,
   scanRoutes,
   siteRoutes,
+  snapshotRoutes,
   topologyRoutes,
 };
 
@@ -62,6 +65,7 @@ export const routes = {
   ...eventRoutes,
   ...memberRoutes,
   ...overviewRoutes,
+  ...snapshotRoutes,
   ...consoleRoutes,
 } as const satisfies Record<string, RouteDef>;
 
