@@ -9,6 +9,7 @@ import { ErrorAlert } from '../components/ErrorAlert';
 import { ago, bytes, dateTime, plural } from '../format';
 import { useCollection, useMe, useSites } from '../queries';
 import type { Site, Snapshot } from '../types';
+import { CompareSnapshots } from './SnapshotDiffPage';
 import { usePageTitle } from './usePageTitle';
 
 type Reason = Snapshot['reason'];
@@ -146,6 +147,7 @@ export function SnapshotsPage() {
           </button>
         )}
       </section>
+      <CompareSnapshots snapshots={rows} sites={sites} />
     </>
   );
 }
