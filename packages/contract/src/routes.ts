@@ -16,9 +16,11 @@ import { overviewRoutes } from './routes/overview.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { scanRoutes } from './routes/scans.js';
 import { siteRoutes } from './routes/sites.js';
+import { snapshotRoutes } from './routes/snapshots.js';
 import { topologyRoutes } from './routes/topology.js';
 export { Overview } from './routes/overview.js';
 export { LOOKUP_MAX_IDS, LookupResult } from './routes/lookup.js';
+export { SnapshotDiff, SnapshotDiffChange, SnapshotDiffKind, SnapshotDiffQuery, SnapshotDiffSection, snapshotDiffKinds, snapshotDiffSections } from './routes/snapshots.js';
 
 export {
   advisoryRoutes,
@@ -40,6 +42,7 @@ export {
   overviewRoutes,
   scanRoutes,
   siteRoutes,
+  snapshotRoutes,
   topologyRoutes,
 };
 
@@ -68,6 +71,7 @@ export const routes = {
   ...memberRoutes,
   ...overviewRoutes,
   ...lookupRoutes,
+  ...snapshotRoutes,
   ...consoleRoutes,
   ...attestationRoutes,
 } as const satisfies Record<string, RouteDef>;

@@ -22,6 +22,7 @@ import { OverviewPage } from './pages/OverviewPage';
 import { PasswordPage } from './pages/PasswordPage';
 import { ServicesPage } from './pages/ServicesPage';
 import { SitesPage } from './pages/SitesPage';
+import { SnapshotDiffPage } from './pages/SnapshotDiffPage';
 import { SnapshotsPage } from './pages/SnapshotsPage';
 import { VulnerabilitiesPage } from './pages/VulnerabilitiesPage';
 import type { SessionInfo } from './types';
@@ -56,6 +57,7 @@ const router = createBrowserRouter([
       { path: 'vulnerabilities', element: <VulnerabilitiesPage /> },
       { path: 'daemons', element: <DaemonsPage /> },
       { path: 'snapshots', element: <SnapshotsPage /> },
+      { path: 'snapshots/:id/diff', element: <SnapshotDiffPage /> },
       { path: 'settings', element: <Navigate to="/settings/keys" replace /> },
       { path: 'settings/keys', element: <KeysPage /> },
       { path: 'settings/members', element: <MembersPage /> },

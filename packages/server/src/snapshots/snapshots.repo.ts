@@ -139,3 +139,32 @@ export async function captureContent(db: Kysely<DB>, organisationId: string, sit
   await finished;
   return { gzip: Buffer.concat(compressed), sha256: hash.digest('hex'), bytes };
 }
+
+/** A snapshot of the organisation with the size of its stored (compressed) content; undefined for none or another organisation's. */
+export function findSnapshot(db: Kysely<DB>, organisationId: string, id: string) {
+  return db
+    .selectFrom('snapshots')
+    .select([...snapshotColumns, sql<number | null>`octet_length(content)`.as('stored_bytes')])
+    .where('organisation_id', '=', organisationId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** Slices of stored content read per statement: a few MiB of text once gunzipped. */
+export const CONTENT_SLICE = 1024 * 1024;
+
+/**
+ * A snapshot's stored (gzip) content, `CONTENT_SLICE` bytes per statement (substring over the
+ * bytea, which reads only the TOAST chunks of the slice: the column is stored uncompressed by
+ * TOAST, migration 0016), so a content of hundreds of MiB never sits in memory whole.
+ */
+export async function* readContent(db: Kysely<DB>, organisationId: string, id: string, storedBytes: number, slice = CONTENT_SLICE): AsyncGenerator<Buffer> {
+  for (let offset = 0; offset < storedBytes; offset += slice) {
+    const r = await sql<{ part: Uint8Array }>`
+      select substring(content from ${offset + 1}::int for ${slice}::int) as part from snapshots where organisation_id = ${organisationId} and id = ${id}
+    `.execute(db);
+    const part = r.rows[0]?.part;
+    if (!part || part.length === 0) throw new Error(`Snapshot ${id}: its content ends early at byte ${offset}.`);
+    yield Buffer.isBuffer(part) ? part : Buffer.from(part.buffer, part.byteOffset, part.length);
+  }
+}

@@ -1,8 +1,10 @@
+import type { SnapshotDiffKind, SnapshotDiffSection } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { findSite } from '../inventory/inventory.repo.js';
+import { contentItems, decodeDiffCursor, diffContents, encodeDiffCursor, gunzipped, zeroCounts } from './diff.js';
 import * as repo from './snapshots.repo.js';
 
 type SnapshotRow = Awaited<ReturnType<typeof repo.findScheduledSnapshot>> & {};
@@ -65,4 +67,42 @@ export async function takeScheduledSnapshot(db: Kysely<DB>, organisationId: stri
     if (!winner) throw e;
     return { created: false, snapshot: toSnapshot(winner) };
   }
+}
+
+/**
+ * The diff of snapshot `id` against snapshot `against` (the base): counts per section, then one
+ * page of changes (issue 15). Both of the organisation, else 404; both with stored content, else
+ * 409. Identical contents (same SHA-256) answer zero counts without reading them.
+ */
+export async function diffSnapshots(
+  db: Kysely<DB>,
+  organisationId: string,
+  id: string,
+  query: { against: string; section?: SnapshotDiffSection | undefined; kind?: SnapshotDiffKind | undefined; limit: number; cursor?: string | undefined },
+) {
+  const after = query.cursor === undefined ? undefined : (decodeDiffCursor(query.cursor) ?? undefined);
+  if (query.cursor !== undefined && !after) throw new AppError('invalid_cursor', 'The cursor is malformed: pass the nextCursor of the previous page.');
+  const [target, base] = await Promise.all([repo.findSnapshot(db, organisationId, id), repo.findSnapshot(db, organisationId, query.against)]);
+  if (!target) throw new AppError('not_found', `No snapshot ${id}.`);
+  if (!base) throw new AppError('not_found', `No snapshot ${query.against}.`);
+  for (const s of [target, base]) {
+    if (s.stored_bytes === null || s.content_sha256 === null) throw new AppError('conflict', `Snapshot ${s.id} was taken before snapshots stored their content: it cannot be compared.`);
+  }
+  const note =
+    target.site_id === base.site_id
+      ? null
+      : `The snapshots cover different scopes (${target.site_id ? `site ${target.site_id}` : 'the whole organisation'} against ${base.site_id ? `site ${base.site_id}` : 'the whole organisation'}): what lies outside the narrower one shows as added or removed.`;
+  const items = (s: typeof target) => contentItems(gunzipped(repo.readContent(db, organisationId, s.id, Number(s.stored_bytes))));
+  const result =
+    target.content_sha256 === base.content_sha256
+      ? { counts: zeroCounts(), changes: [], next: null }
+      : await diffContents(items(base), items(target), { section: query.section, kind: query.kind, after, limit: query.limit });
+  return {
+    snapshot: toSnapshot(target),
+    against: toSnapshot(base),
+    note,
+    counts: result.counts,
+    changes: result.changes,
+    nextCursor: result.next ? encodeDiffCursor(result.next) : null,
+  };
 }

@@ -12,6 +12,7 @@ import { Field, errorAt, plainMessages, setServerIssues } from '../components/fo
 import { ago, bytes, dateTime, plural } from '../format';
 import { useCollection, useMe, useSiteNames } from '../queries';
 import type { Site, Snapshot } from '../types';
+import { CompareSnapshots } from './SnapshotDiffPage';
 import { usePageTitle } from './usePageTitle';
 
 type Reason = Snapshot['reason'];
@@ -143,6 +144,7 @@ export function SnapshotsPage() {
           </button>
         )}
       </section>
+      <CompareSnapshots snapshots={rows} sites={sites} />
     </>
   );
 }
