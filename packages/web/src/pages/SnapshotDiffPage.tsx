@@ -37,10 +37,11 @@ export function snapshotLabel(s: Snapshot, sites: Map<string, Site>): string {
  * On the Snapshots page: pick two snapshots (rows oldest first) and open their diff. Defaults to
  * the latest against the one before it.
  */
+/** Two snapshots to compare, from a list the newest first (the Snapshots page's order). */
 export function CompareSnapshots({ snapshots, sites }: { snapshots: Snapshot[]; sites: Map<string, Site> }) {
   const navigate = useNavigate();
-  const latest = snapshots.at(-1)?.id ?? '';
-  const previous = snapshots.at(-2)?.id ?? '';
+  const latest = snapshots[0]?.id ?? '';
+  const previous = snapshots[1]?.id ?? '';
   const [picked, setPicked] = useState<{ id: string; against: string } | null>(null);
   const id = picked?.id ?? latest;
   const against = picked?.against ?? previous;
@@ -51,7 +52,7 @@ export function CompareSnapshots({ snapshots, sites }: { snapshots: Snapshot[]; 
     e.preventDefault();
     void navigate(`/snapshots/${id}/diff?against=${against}`);
   };
-  const options = [...snapshots].reverse().map((s) => (
+  const options = snapshots.map((s) => (
     <option key={s.id} value={s.id}>{snapshotLabel(s, sites)}</option>
   ));
   return (
