@@ -5,6 +5,7 @@ import { useId, useMemo, useRef, useState } from 'react';
 import { api } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
+import { useRevealPanel } from '../components/focus';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { ago, dateTime, seconds } from '../format';
 import { useDaemons, useMe, useSites } from '../queries';
@@ -54,7 +55,7 @@ function Enrolled({ enrolled, onClose }: { enrolled: EnrolDaemonResponse; onClos
     }
   };
   return (
-    <section className="minted" aria-labelledby="enrolled-title">
+    <section className="minted" aria-labelledby="enrolled-title" {...useRevealPanel(onClose)}>
       <h2 id="enrolled-title">Daemon key minted</h2>
       <p role="status" className="warning">Copy the token now: it is shown only once and cannot be read again.</p>
       <div className="copy-row">

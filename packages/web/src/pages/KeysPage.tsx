@@ -6,6 +6,7 @@ import { api } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
 import { ErrorAlert } from '../components/ErrorAlert';
+import { useRevealPanel } from '../components/focus';
 import { ago, dateTime } from '../format';
 import { useMe } from '../queries';
 import type { ApiKeyCreated, ApiKeyInfo } from '../types';
@@ -24,7 +25,7 @@ function MintedKey({ created, onClose }: { created: ApiKeyCreated; onClose: () =
     }
   };
   return (
-    <section className="minted" aria-labelledby="minted-title">
+    <section className="minted" aria-labelledby="minted-title" {...useRevealPanel(onClose)}>
       <h2 id="minted-title">Key “{created.name}” minted</h2>
       <p role="status" className="warning">Copy the token now: it is shown only once and cannot be read again.</p>
       <div className="copy-row">
@@ -102,7 +103,7 @@ export function KeysPage() {
           ) : row.original.expiresAt && Date.parse(row.original.expiresAt) < Date.now() ? (
             <span className="muted">expired</span>
           ) : (
-            <button type="button" className="small danger" onClick={() => setRevoking(row.original)}>Revoke</button>
+            <button type="button" className="small danger" onClick={() => setRevoking(row.original)} aria-label={`Revoke ${row.original.name}`}>Revoke</button>
           ),
       },
     ],

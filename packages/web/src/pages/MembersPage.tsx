@@ -5,6 +5,7 @@ import { type FormEvent, useMemo, useRef, useState } from 'react';
 import { api } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
+import { useRevealPanel } from '../components/focus';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { ago, dateTime } from '../format';
 import { useMe } from '../queries';
@@ -31,7 +32,7 @@ function OneTimePassword({ added, onClose }: { added: MemberAdded & { oneTimePas
     }
   };
   return (
-    <section className="minted" aria-labelledby="otp-title">
+    <section className="minted" aria-labelledby="otp-title" {...useRevealPanel(onClose)}>
       <h2 id="otp-title">{added.member.email} added as {added.member.role}</h2>
       <p role="status" className="warning">
         Give them this one-time password now: it is shown only once. They choose their own at their first sign-in.
