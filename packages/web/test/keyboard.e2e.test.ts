@@ -79,6 +79,8 @@ describe.skipIf(!haveChromium)('the console with the keyboard only', () => {
     expect(order.every((f) => f.ring)).toBe(true);
     await p.keyboard.press('Enter');
     await heading(p, 'Networks');
+    // Focus moves to the new page's content, not left on the link.
+    await expect.poll(() => p.evaluate(() => document.activeElement?.id), POLL).toBe('main');
 
     // The skip link moves focus to the main region: the next Tab is in the page, past the navigation.
     await p.reload();
@@ -95,6 +97,7 @@ describe.skipIf(!haveChromium)('the console with the keyboard only', () => {
     await tabTo(p, 'API keys', { back: true });
     await p.keyboard.press('Enter');
     await heading(p, 'API keys');
+    await expect.poll(() => p.evaluate(() => document.activeElement?.id), POLL).toBe('main');
     expect(await unnamedControls(p)).toEqual([]);
 
     // Mint a key: type its name, Enter submits; the reveal-once panel takes focus.

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../../server/src/admin/admin.service.js';
+import { clearMatchState } from '../../server/src/advisories/advisories.repo.js';
 import { importAdvisories } from '../../server/src/advisories/import.service.js';
 import { matchOrganisation } from '../../server/src/advisories/match.service.js';
 import { daemonHeaders } from '../../server/test/daemon-client.js';
@@ -34,7 +35,14 @@ describe.skipIf(!haveChromium)('the console in light and dark', () => {
     }
     // One real finding (OpenSSH 9.2p1 and regreSSHion) stays open; the matcher resolves the made-up ones.
     await importAdvisories(db, [JSON.parse(readFileSync(new URL('../../server/test/fixtures/advisories/nvd-CVE-2024-6387.json', import.meta.url), 'utf8'))]);
-    await matchOrganisation(db, org);
+    // The server's own cve.match run may overlap this one: match everything again until the finding shows.
+    const states = () => db.selectFrom('vulnerabilities').select('state').where('organisation_id', '=', org).where('cve_id', '=', 'CVE-2024-6387').execute();
+    for (let i = 0; i < 50 && (await states()).map((v) => v.state).join() !== 'open'; i++) {
+      await clearMatchState(db);
+      await matchOrganisation(db, org);
+      await new Promise((resolve) => setTimeout(resolve, POLL.interval));
+    }
+    expect((await states()).map((v) => v.state)).toEqual(['open']);
     for (const [port, trustStatus] of [[443, 'trusted'], [8443, 'expired'], [9443, 'self_signed']] as const) await addCertificate(db, org, web, { trustStatus, port });
     const api = (await admin.createApiKey(db, { type: 'cli' }, { org, userEmail: c.owner.email, scopes: ['inventory:read', 'inventory:write', 'scan:run'] })).token;
     const daemon = await onlineDaemon(c.t, c.org, { name: 'edge-1', networkCidrs: ['10.70.0.0/24'], capabilities: { ebpf: true } });
