@@ -1,4 +1,5 @@
 import { type QueryClient, useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { useMemo } from 'react';
 import { api } from './api';
 import type { CollectionName, CollectionPage, CollectionQuery, DaemonList, Host, HostTopology, JobStatusList, Overview, ScanSession, SessionInfo, Site } from './types';
 
@@ -41,13 +42,13 @@ export function useCollection<N extends CollectionName>(name: N, query: Filters<
 /** The first 500 hosts, by id: names for host ids shown elsewhere (findings). */
 export function useHostNames() {
   const q = usePage('hosts', { limit: 500 });
-  const byId = new Map<string, Host>((q.data?.data ?? []).map((h) => [h.id, h]));
-  return byId;
+  // One Map per answer, not per render: tables build their columns from it, and new columns remount their cells (a focused button would go).
+  return useMemo(() => new Map<string, Host>((q.data?.data ?? []).map((h) => [h.id, h])), [q.data]);
 }
 
 export function useSites() {
   const q = usePage('sites', { limit: 500 });
-  return new Map<string, Site>((q.data?.data ?? []).map((s) => [s.id, s]));
+  return useMemo(() => new Map<string, Site>((q.data?.data ?? []).map((s) => [s.id, s])), [q.data]);
 }
 
 /** One host by id (the hosts search matches a UUID to the host id). */

@@ -15,6 +15,8 @@ import { type Console, haveChromium, heading, nav, ownerWithPassword, POLL, shot
 // alert, a dialog and a reveal-once panel, checked for text contrast (WCAG AA) and for controls
 // without an accessible name. Screenshots: test-output/console/theme-{light,dark}-*.png.
 
+const hasFocus = (el: unknown) => el === (el as { ownerDocument: { activeElement: unknown } }).ownerDocument.activeElement;
+
 describe.skipIf(!haveChromium)('the console in light and dark', () => {
   let c: Console;
   let web = '';
@@ -133,11 +135,15 @@ describe.skipIf(!haveChromium)('the console in light and dark', () => {
       // A dialog over the vulnerabilities.
       await nav(p, 'Vulnerabilities').click();
       await heading(p, 'Vulnerabilities');
-      await p.getByRole('row').filter({ hasText: 'CVE-2024-6387' }).getByRole('button', { name: 'Acknowledge' }).click();
+      const acknowledge = p.getByRole('row').filter({ hasText: 'CVE-2024-6387' }).getByRole('button', { name: 'Acknowledge' });
+      await acknowledge.click();
       await p.getByRole('dialog').waitFor();
+      // Focus is in the note; Escape cancels and gives focus back to the button.
+      await expect.poll(() => p.getByLabel('Note (optional)').evaluate(hasFocus), POLL).toBe(true);
       await check('vulnerability-dialog');
       await p.keyboard.press('Escape');
       await p.getByRole('dialog').waitFor({ state: 'detached' });
+      await expect.poll(() => acknowledge.evaluate(hasFocus), POLL).toBe(true);
 
       // A reveal-once panel: a key minted.
       await nav(p, 'API keys').click();
