@@ -7,7 +7,8 @@ export default defineConfig({
     alias: { '@surveyor/contract': fileURLToPath(new URL('./packages/contract/src/index.ts', import.meta.url)) },
   },
   test: {
-    include: ['packages/*/test/**/*.test.ts'],
+    // *.test.tsx: the console's component tests (packages/web/test/components), in happy-dom by their docblock.
+    include: ['packages/*/test/**/*.test.ts', 'packages/web/test/**/*.test.tsx'],
     // Every response a server test receives is checked against the documented contract.
     setupFiles: ['packages/server/test/setup.ts'],
     testTimeout: 30_000,

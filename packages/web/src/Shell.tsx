@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { roleAtLeast } from '@surveyor/contract';
-import { useEffect } from 'react';
+import { useEffect, useRef } from 'react';
 import { Navigate, NavLink, Outlet, useLocation, useNavigate } from 'react-router';
 import { ApiError, api, setCsrfToken } from './api';
 import { ErrorAlert } from './components/ErrorAlert';
@@ -19,6 +19,17 @@ export function Shell() {
   useEffect(() => {
     if (me.data) setCsrfToken(me.data.csrfToken);
   }, [me.data]);
+
+  // Moving to another page puts focus at the start of its content (as a page load would, past the
+  // navigation), so a keyboard or screen-reader user is not left on the link they followed. Only the
+  // path counts: filters kept in the query string change while the user types in them.
+  const main = useRef<HTMLElement>(null);
+  const shownPath = useRef(location.pathname);
+  useEffect(() => {
+    if (shownPath.current === location.pathname) return;
+    shownPath.current = location.pathname;
+    main.current?.focus({ preventScroll: true });
+  }, [location.pathname]);
 
   const signOut = useMutation({
     mutationFn: () => api<void>('/api/v1/auth/logout', { method: 'POST', no401Redirect: true }),
@@ -79,7 +90,7 @@ export function Shell() {
           </li>
         </ul>
       </nav>
-      <main id="main" className="content" tabIndex={-1}>
+      <main id="main" className="content" tabIndex={-1} ref={main}>
         <Outlet />
       </main>
     </div>

@@ -1,6 +1,6 @@
 import { type QueryClient, type UseQueryResult, useInfiniteQuery, useQueries, useQuery } from '@tanstack/react-query';
 import { LOOKUP_MAX_IDS, isUuid } from '@surveyor/contract';
-import { useCallback } from 'react';
+import { useCallback, useMemo } from 'react';
 import { api } from './api';
 import type { CollectionName, CollectionPage, CollectionQuery, DaemonList, HostTopology, JobStatusList, LookupResult, Overview, ScanSession, SessionInfo, Site } from './types';
 
@@ -78,7 +78,7 @@ export const useSiteNames = (ids: readonly (string | null)[]) => useLookup('site
 /** The first 500 sites, by id: the choices of a site picker. */
 export function useSites() {
   const q = usePage('sites', { limit: 500 });
-  return new Map<string, Site>((q.data?.data ?? []).map((s) => [s.id, s]));
+  return useMemo(() => new Map<string, Site>((q.data?.data ?? []).map((s) => [s.id, s])), [q.data]);
 }
 
 /** One host by id (the hosts search matches a UUID to the host id). */

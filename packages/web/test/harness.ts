@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, type BrowserContext, type Locator, type Page, chromium } from 'playwright-core';
+import { type Browser, type BrowserContext, type BrowserContextOptions, type Locator, type Page, chromium } from 'playwright-core';
 import { setPassword } from '../../server/src/auth/auth.repo.js';
 import { hashPassword } from '../../server/src/auth/passwords.js';
 import { loadConfig } from '../../server/src/config.js';
@@ -34,7 +34,8 @@ export interface Console {
   org: SeededOrg;
   /** The server as the scanning test helpers take it (they speak the daemon protocol through inject). */
   t: TestApp;
-  page(): Promise<Page>;
+  /** A page in a fresh context (1280 × 800; `options` add to it, e.g. `{ colorScheme: 'dark' }`). */
+  page(options?: BrowserContextOptions): Promise<Page>;
   close(): Promise<void>;
 }
 
@@ -60,8 +61,8 @@ export async function startConsole(): Promise<Console> {
     owner: { email, password },
     org: { organisationId: row.id, name: row.name, ownerEmail: email, ownerId: user.id },
     t: { app: server.app, database: server.database } as unknown as TestApp,
-    async page() {
-      const context = await browser.newContext({ baseURL: server.url, viewport: { width: 1280, height: 800 } });
+    async page(options = {}) {
+      const context = await browser.newContext({ baseURL: server.url, viewport: { width: 1280, height: 800 }, ...options });
       opened.push(context);
       const p = await context.newPage();
       p.setDefaultTimeout(15_000);
@@ -95,8 +96,8 @@ export async function signIn(p: Page, email: string, password: string): Promise<
 }
 
 /** A fresh page signed in as the first-run owner (given PASSWORD by `ownerWithPassword`), on the overview. */
-export async function ownerPage(c: Console): Promise<Page> {
-  const p = await c.page();
+export async function ownerPage(c: Console, options?: BrowserContextOptions): Promise<Page> {
+  const p = await c.page(options);
   await signIn(p, c.owner.email, c.owner.password);
   await heading(p, 'Overview');
   return p;

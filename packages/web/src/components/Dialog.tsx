@@ -1,4 +1,5 @@
-import { type FormEvent, type ReactNode, useEffect, useId, useRef } from 'react';
+import { type FormEvent, type KeyboardEvent, type ReactNode, useEffect, useId, useRef } from 'react';
+import { returnFocus, trapTab } from './focus';
 
 interface Props {
   title: string;
@@ -12,16 +13,22 @@ interface Props {
 }
 
 /**
- * A modal `<dialog>` (focus stays inside, Escape cancels) with "Confirm" and "Cancel". Used to
- * confirm a revocation and to ask for a finding's optional note.
+ * A modal `<dialog>` with "Confirm" and "Cancel". Opening moves focus into it (its first field, or
+ * Confirm); Tab and Shift+Tab go round inside it; Escape cancels; closing gives focus back to the
+ * control that opened it (or to the page's main region when that control is gone). Used to confirm
+ * a revocation and to ask for a finding's optional note.
  */
 export function Dialog({ title, children, confirmLabel = 'Confirm', cancelLabel = 'Cancel', busy, onConfirm, onCancel }: Props) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   useEffect(() => {
     const d = ref.current;
+    const opener = document.activeElement;
     if (d && !d.open) d.showModal();
-    return () => d?.close();
+    return () => {
+      d?.close();
+      returnFocus(opener);
+    };
   }, []);
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -31,6 +38,8 @@ export function Dialog({ title, children, confirmLabel = 'Confirm', cancelLabel 
     <dialog
       ref={ref}
       aria-labelledby={titleId}
+      aria-modal="true"
+      onKeyDown={(e: KeyboardEvent<HTMLDialogElement>) => trapTab(e)}
       onCancel={(e) => {
         e.preventDefault();
         onCancel();

@@ -7,6 +7,7 @@ import { useForm } from 'react-hook-form';
 import { api } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
+import { useRevealPanel } from '../components/focus';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { Field, errorAt, optionalText, plainMessages, setServerIssues } from '../components/form';
 import { ago, dateTime, seconds } from '../format';
@@ -57,7 +58,7 @@ function Enrolled({ enrolled, onClose }: { enrolled: EnrolDaemonResponse; onClos
     }
   };
   return (
-    <section className="minted" aria-labelledby="enrolled-title">
+    <section className="minted" aria-labelledby="enrolled-title" {...useRevealPanel(onClose)}>
       <h2 id="enrolled-title">Daemon key minted</h2>
       <p role="status" className="warning">Copy the token now: it is shown only once and cannot be read again.</p>
       <div className="copy-row">

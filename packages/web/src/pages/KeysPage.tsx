@@ -9,6 +9,7 @@ import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { Field, errorAt, optionalNumber, plainMessages, setServerIssues } from '../components/form';
+import { useRevealPanel } from '../components/focus';
 import { ago, dateTime } from '../format';
 import { useMe } from '../queries';
 import type { ApiKeyCreated, ApiKeyInfo } from '../types';
@@ -27,7 +28,7 @@ function MintedKey({ created, onClose }: { created: ApiKeyCreated; onClose: () =
     }
   };
   return (
-    <section className="minted" aria-labelledby="minted-title">
+    <section className="minted" aria-labelledby="minted-title" {...useRevealPanel(onClose)}>
       <h2 id="minted-title">Key “{created.name}” minted</h2>
       <p role="status" className="warning">Copy the token now: it is shown only once and cannot be read again.</p>
       <div className="copy-row">
@@ -92,7 +93,7 @@ export function KeysPage() {
           ) : row.original.expiresAt && Date.parse(row.original.expiresAt) < Date.now() ? (
             <span className="muted">expired</span>
           ) : (
-            <button type="button" className="small danger" onClick={() => setRevoking(row.original)}>Revoke</button>
+            <button type="button" className="small danger" onClick={() => setRevoking(row.original)} aria-label={`Revoke ${row.original.name}`}>Revoke</button>
           ),
       },
     ],

@@ -7,6 +7,7 @@ import { useForm } from 'react-hook-form';
 import { api } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
+import { useRevealPanel } from '../components/focus';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { Field, errorAt, plainMessages, setServerIssues } from '../components/form';
 import { ago, dateTime } from '../format';
@@ -34,7 +35,7 @@ function OneTimePassword({ added, onClose }: { added: MemberAdded & { oneTimePas
     }
   };
   return (
-    <section className="minted" aria-labelledby="otp-title">
+    <section className="minted" aria-labelledby="otp-title" {...useRevealPanel(onClose)}>
       <h2 id="otp-title">{added.member.email} added as {added.member.role}</h2>
       <p role="status" className="warning">
         Give them this one-time password now: it is shown only once. They choose their own at their first sign-in.

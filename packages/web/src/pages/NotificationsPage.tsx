@@ -8,6 +8,7 @@ import type { z } from 'zod';
 import { api } from '../api';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
+import { useRevealPanel } from '../components/focus';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { Field, errorAt, optionalNumber, optionalText, plainMessages, listOf, setServerIssues, trimmed } from '../components/form';
 import { ago, dateTime } from '../format';
@@ -178,6 +179,7 @@ export function NotificationsPage() {
   const admin = me.data ? roleAtLeast(me.data.role, 'admin') : false;
   const client = useQueryClient();
   const [created, setCreated] = useState<DestinationCreated | null>(null);
+  const createdPanel = useRevealPanel(() => setCreated(null));
   const [deleting, setDeleting] = useState<Destination | null>(null);
   const [tests, setTests] = useState<Record<string, { result?: DestinationTestResult; error?: unknown }>>({});
 
@@ -276,7 +278,7 @@ export function NotificationsPage() {
     <>
       <h1>Notifications</h1>
       {created && (
-        <section className="minted" aria-labelledby="dest-created-title">
+        <section className="minted" aria-labelledby="dest-created-title" {...createdPanel}>
           <h2 id="dest-created-title">Destination “{created.name}” created</h2>
           {created.signingSecret ? (
             <>

@@ -1,0 +1,156 @@
+// @vitest-environment happy-dom
+import { cleanup, fireEvent, render, screen } from '@testing-library/react';
+import type { ColumnDef } from '@tanstack/react-table';
+import { useState } from 'react';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ApiError } from '../../src/api';
+import { DataTable } from '../../src/components/DataTable';
+import { Dialog } from '../../src/components/Dialog';
+import { ErrorAlert } from '../../src/components/ErrorAlert';
+import { useRevealPanel } from '../../src/components/focus';
+
+// The console's shared pieces in happy-dom: the error display, the confirmation dialog's keyboard
+// focus, a reveal-once panel's focus, and the table's row opening.
+
+afterEach(cleanup);
+
+describe('ErrorAlert', () => {
+  it("shows a problem's detail as an alert", () => {
+    render(<ErrorAlert error={new ApiError(409, 'A scan of this network is already queued or running.', { code: 'scan_already_active', status: 409 })} />);
+    expect(screen.getByRole('alert').textContent).toBe('A scan of this network is already queued or running.');
+  });
+
+  it('shows nothing without an error, and any other thrown value as text', () => {
+    const { container, rerender } = render(<ErrorAlert error={null} />);
+    expect(container.innerHTML).toBe('');
+    rerender(<ErrorAlert error="timed out" />);
+    expect(screen.getByRole('alert').textContent).toBe('timed out');
+  });
+});
+
+/** A page with a main region, a button that opens a dialog, and a way to take that button away. */
+function DialogPage({ onConfirm }: { onConfirm: () => void }) {
+  const [open, setOpen] = useState(false);
+  const [opener, setOpener] = useState(true);
+  return (
+    <main id="main" tabIndex={-1}>
+      {opener && <button type="button" onClick={() => setOpen(true)}>Revoke</button>}
+      {open && (
+        <Dialog
+          title="Revoke key?"
+          onConfirm={() => {
+            onConfirm();
+            setOpener(false);
+            setOpen(false);
+          }}
+          onCancel={() => setOpen(false)}
+        >
+          <label>
+            Note
+            <input />
+          </label>
+        </Dialog>
+      )}
+    </main>
+  );
+}
+
+describe('Dialog', () => {
+  it('keeps Tab inside, cancels on Escape and gives focus back to the button that opened it', () => {
+    render(<DialogPage onConfirm={() => {}} />);
+    const revoke = screen.getByRole('button', { name: 'Revoke' });
+    revoke.focus();
+    fireEvent.click(revoke);
+    const dialog = screen.getByRole('dialog', { name: 'Revoke key?' });
+    expect((dialog as HTMLDialogElement).open).toBe(true);
+    const note = screen.getByLabelText('Note');
+    const cancel = screen.getByRole('button', { name: 'Cancel' });
+    // Tab on the last control goes round to the first; Shift+Tab on the first to the last.
+    cancel.focus();
+    fireEvent.keyDown(cancel, { key: 'Tab' });
+    expect(document.activeElement).toBe(note);
+    fireEvent.keyDown(note, { key: 'Tab', shiftKey: true });
+    expect(document.activeElement).toBe(cancel);
+    // In between, Tab is the browser's own.
+    note.focus();
+    expect(fireEvent.keyDown(note, { key: 'Tab' })).toBe(true);
+    // Escape (the dialog's cancel event) closes it; focus is back on Revoke.
+    fireEvent(dialog, new Event('cancel', { cancelable: true }));
+    expect(screen.queryByRole('dialog')).toBeNull();
+    expect(document.activeElement).toBe(revoke);
+  });
+
+  it('sends focus to the main region when the button that opened it is gone', () => {
+    const confirmed = vi.fn();
+    render(<DialogPage onConfirm={confirmed} />);
+    fireEvent.click(screen.getByRole('button', { name: 'Revoke' }));
+    fireEvent.click(screen.getByRole('button', { name: 'Confirm' }));
+    expect(confirmed).toHaveBeenCalledTimes(1);
+    expect(screen.queryByRole('dialog')).toBeNull();
+    expect(screen.queryByRole('button', { name: 'Revoke' })).toBeNull();
+    expect(document.activeElement?.id).toBe('main');
+  });
+});
+
+function Minted({ onClose }: { onClose: () => void }) {
+  return (
+    <section aria-label="Key minted" {...useRevealPanel(onClose)}>
+      <input aria-label="Token" readOnly value="svk_secret" />
+      <button type="button" onClick={onClose}>Done</button>
+    </section>
+  );
+}
+
+function MintPage() {
+  const [shown, setShown] = useState(false);
+  return (
+    <main id="main" tabIndex={-1}>
+      <button type="button" onClick={() => setShown(true)}>Mint key</button>
+      {shown && <Minted onClose={() => setShown(false)} />}
+    </main>
+  );
+}
+
+describe('a reveal-once panel', () => {
+  it('takes focus when shown, closes on Escape, and gives focus back to the button that showed it', () => {
+    render(<MintPage />);
+    const mint = screen.getByRole('button', { name: 'Mint key' });
+    mint.focus();
+    fireEvent.click(mint);
+    const panel = screen.getByRole('region', { name: 'Key minted' });
+    expect(document.activeElement).toBe(panel);
+    fireEvent.keyDown(screen.getByLabelText('Token'), { key: 'Escape' });
+    expect(screen.queryByRole('region', { name: 'Key minted' })).toBeNull();
+    expect(document.activeElement).toBe(mint);
+  });
+});
+
+interface Row {
+  id: string;
+  name: string;
+}
+
+describe('DataTable', () => {
+  const columns: ColumnDef<Row>[] = [
+    { header: 'Name', accessorKey: 'name' },
+    { id: 'act', header: 'Actions', cell: ({ row }) => <button type="button" aria-label={`Scan ${row.original.name}`}>Scan</button> },
+  ];
+  const rows = [{ id: 'a', name: 'office LAN' }, { id: 'b', name: 'lab' }];
+
+  it('is a table named by its caption, one row per item, with column headers', () => {
+    render(<DataTable caption="Networks" data={rows} columns={columns} rowKey={(r) => r.id} />);
+    const table = screen.getByRole('table', { name: 'Networks' });
+    expect([...table.querySelectorAll('th[scope="col"]')].map((th) => th.textContent)).toEqual(['Name', 'Actions']);
+    expect(table.querySelectorAll('tbody tr')).toHaveLength(2);
+  });
+
+  it('opens a row clicked anywhere but on its own controls', () => {
+    const opened: string[] = [];
+    render(<DataTable caption="Networks" data={rows} columns={columns} rowKey={(r) => r.id} onRowOpen={(r) => opened.push(r.id)} rowClassName={(r) => (r.id === 'b' ? 'gone' : undefined)} />);
+    fireEvent.click(screen.getByText('lab'));
+    fireEvent.click(screen.getByRole('button', { name: 'Scan office LAN' }));
+    expect(opened).toEqual(['b']);
+    expect(screen.getByText('lab').closest('tr')?.className).toBe('clickable gone');
+    expect(screen.getByText('office LAN').closest('tr')?.className).toBe('clickable');
+  });
+});
