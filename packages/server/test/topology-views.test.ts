@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildViews } from '../src/topology/views.service.js';
@@ -259,5 +261,142 @@ describe('topology views: build, positions, share links, exports (issue #15; spe
     expect((await t.database.db.selectFrom('topology_shares').select('topology_id').where('topology_id', '=', otherView).execute())).toEqual([]);
     expectProblem(await req('GET', `/api/v1/topology/${networkView}/export/png`, owner), 400, 'validation_failed', 'format');
     expectProblem(await req('GET', '/api/v1/topology/not-a-uuid/graph', owner), 400, 'validation_failed', 'id');
+  });
+
+  describe('share links (decisions.md "Other")', () => {
+    const pathOf = (url: string) => new URL(url).pathname;
+    const share = async (body: unknown, view = networkView) => {
+      const res = await req('POST', `/api/v1/topology/${view}/share`, owner, body);
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json() as { enabled: boolean; url: string | null; expiresAt: string | null };
+    };
+
+    it('{enabled:true} gives a URL that opens that one view read-only without a session, its token stored hashed and never logged', async () => {
+      const before = Date.now();
+      const link = await share({ enabled: true });
+      expect(link.url).toMatch(/^http:\/\/surveyor\.test\/share\/topology\/svt_[A-Za-z0-9_-]{43}$/);
+      const expires = Date.parse(link.expiresAt!);
+      expect(expires).toBeGreaterThanOrEqual(before + 168 * 3_600_000 - 1000);
+      expect(expires).toBeLessThanOrEqual(Date.now() + 168 * 3_600_000 + 1000);
+      const token = pathOf(link.url!).split('/').pop()!;
+      const rows = await t.database.db.selectFrom('topology_shares').selectAll().where('topology_id', '=', networkView).execute();
+      expect(rows).toHaveLength(1);
+      expect(rows[0]!.token_hash).toBe(createHash('sha256').update(token).digest('hex'));
+      expect(JSON.stringify(rows)).not.toContain(token);
+
+      const page = await req('GET', pathOf(link.url!));
+      expect(page.statusCode, page.body).toBe(200);
+      expect(page.headers['content-type']).toMatch(/^text\/html/);
+      expect(page.headers['cache-control']).toBe('no-store');
+      expect(page.headers['content-security-policy']).toContain("default-src 'none'");
+      expect(page.body).not.toContain('<script');
+      expect(page.body).toContain('>sw1<');
+      expect(page.body).toContain('web &quot;prod&quot; &lt;1&gt; &amp; #2;');
+      // Nothing else of the organisation, nor of another: no application edge, no other tenant's host.
+      expect(page.body).not.toContain('443/tcp');
+      expect(page.body).not.toContain('secret-host');
+      expect(page.body).not.toContain(org.organisationId);
+
+      const data = await req('GET', `/api/v1/topology/shared/${token}`);
+      expect(data.statusCode, data.body).toBe(200);
+      const body = data.json();
+      expect(body.topology).toEqual(expect.objectContaining({ kind: 'network', status: 'ready', nodeCount: 8 }));
+      expect(body.topology.id).toBeUndefined();
+      expect(body.nodes.map((n: Json) => n.id).sort()).toEqual((await graph(networkView)).nodes.map((n: Json) => n.id).sort());
+      expect(data.body).not.toContain(org.organisationId);
+      expect((await graph(networkView)).share).toEqual({ expiresAt: link.expiresAt });
+      expect(t.logs.join('\n')).not.toContain(token);
+    });
+
+    it('expiresInHours sets the expiry; a new link replaces the old one; {enabled:false} revokes at once; expired links are 404', async () => {
+      const first = await share({ enabled: true });
+      const second = await share({ enabled: true, expiresInHours: 2 });
+      expect(Math.abs(Date.parse(second.expiresAt!) - (Date.now() + 2 * 3_600_000))).toBeLessThan(60_000);
+      expectProblem(await req('GET', pathOf(first.url!)), 404, 'not_found', 'replaced link');
+      expect((await req('GET', pathOf(second.url!))).statusCode).toBe(200);
+
+      expect(await share({ enabled: false })).toEqual({ enabled: false, url: null, expiresAt: null });
+      const token = pathOf(second.url!).split('/').pop()!;
+      expectProblem(await req('GET', pathOf(second.url!)), 404, 'not_found', 'revoked page');
+      expectProblem(await req('GET', `/api/v1/topology/shared/${token}`), 404, 'not_found', 'revoked data');
+      expect((await graph(networkView)).share).toBeNull();
+
+      const third = await share({ enabled: true, expiresInHours: 1 });
+      await sql`update topology_shares set expires_at = now() - interval '1 second' where topology_id = ${networkView}`.execute(t.database.db);
+      expectProblem(await req('GET', pathOf(third.url!)), 404, 'not_found', 'expired page');
+      expectProblem(await req('GET', `/api/v1/topology/shared/${pathOf(third.url!).split('/').pop()}`), 404, 'not_found', 'expired data');
+      expectProblem(await req('GET', '/share/topology/svt_unknown'), 404, 'not_found', 'unknown');
+      expectProblem(await req('GET', '/api/v1/topology/shared/not-a-token'), 404, 'not_found', 'garbage');
+    });
+
+    it('refuses a bad share body with 400 validation_failed', async () => {
+      for (const body of [{ enabled: true, expiresInHours: 0 }, { enabled: true, expiresInHours: 721 }, { enabled: true, expiresInHours: 1.5 }, { enabled: 'yes' }, { enabled: false, expiresInHours: 3 }, {}, { enabled: true, organisationId: other.organisationId }]) {
+        expectProblem(await req('POST', `/api/v1/topology/${networkView}/share`, owner, body), 400, 'validation_failed', JSON.stringify(body));
+      }
+    });
+  });
+
+  describe('exports (decisions.md "Other")', () => {
+    it('drawio: an mxfile that a real XML parser reads, one vertex per node at its saved position, one edge per edge, stable ids', async () => {
+      const g = await graph(networkView);
+      const res = await req('GET', `/api/v1/topology/${networkView}/export/drawio`, owner);
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.headers['content-type']).toMatch(/^application\/xml/);
+      expect(res.headers['content-disposition']).toMatch(/^attachment; filename="Network-dc1\.drawio"$/);
+      expect(XMLValidator.validate(res.body)).toBe(true);
+      const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => name === 'mxCell' }).parse(res.body);
+      expect(doc.mxfile.diagram).toMatchObject({ id: networkView, name: g.topology.name });
+      const cells = doc.mxfile.diagram.mxGraphModel.root.mxCell as Json[];
+      expect(cells.slice(0, 2)).toEqual([{ id: '0' }, { id: '1', parent: '0' }]);
+      const vertices = cells.filter((c) => c.vertex === '1');
+      const edges = cells.filter((c) => c.edge === '1');
+      expect(vertices.map((v) => v.id).sort()).toEqual(g.nodes.map((n: Json) => n.id).sort());
+      expect(edges.map((e) => e.id).sort()).toEqual(g.edges.map((e: Json) => e.id).sort());
+      for (const n of g.nodes as Json[]) {
+        const v = vertices.find((c) => c.id === n.id)!;
+        expect(v.value, n.id).toBe(n.label);
+        expect(v.parent).toBe('1');
+        expect({ x: Number(v.mxGeometry.x), y: Number(v.mxGeometry.y), w: Number(v.mxGeometry.width), h: Number(v.mxGeometry.height) }, n.id).toEqual({ x: n.x, y: n.y, w: g.nodeSize.width, h: g.nodeSize.height });
+      }
+      for (const e of g.edges as Json[]) expect(edges.find((c) => c.id === e.id), e.id).toMatchObject({ source: e.source, target: e.target, value: e.label });
+      // The saved position of the earlier test is what the file carries.
+      expect(vertices.find((v) => v.id === `host:${ids[WEB_NAME]}`)!.mxGeometry).toMatchObject({ x: '1234.5', y: '-50' });
+    });
+
+    it('mermaid: a flowchart LR the real mermaid parser accepts, names escaped, one vertex per node and one edge per edge', async () => {
+      const { Window } = await import('happy-dom');
+      const win = new Window();
+      Object.assign(globalThis, { window: win, document: win.document });
+      const { default: mermaid } = await import('mermaid');
+      mermaid.initialize({ startOnLoad: false });
+      for (const view of [networkView, appView]) {
+        const g = await graph(view);
+        const res = await req('GET', `/api/v1/topology/${view}/export/mermaid`, owner);
+        expect(res.statusCode, res.body).toBe(200);
+        expect(res.headers['content-type']).toMatch(/^text\/vnd\.mermaid/);
+        expect(res.body.split('\n')[0]).toBe('flowchart LR');
+        expect(await mermaid.parse(res.body)).toMatchObject({ diagramType: 'flowchart-v2' });
+        const db = (await mermaid.mermaidAPI.getDiagramFromText(res.body)).db as unknown as {
+          getVertices(): Map<string, { id: string; text: string }>;
+          getEdges(): { start: string; end: string; text: string }[];
+        };
+        const vertices = [...db.getVertices().values()];
+        // Mermaid's parser keeps entity codes (#quot; #35; …) as placeholders that its renderer turns
+        // into HTML entities (ﬂ°° → &#, ﬂ° → &, ¶ß → ;), which the DOM then decodes: do the same.
+        const el = win.document.createElement('div');
+        const decode = (x: string) => {
+          el.innerHTML = x.replace(/ﬂ°°/g, '&#').replace(/ﬂ°/g, '&').replace(/¶ß/g, ';');
+          return el.textContent ?? '';
+        };
+        expect(vertices.map((v) => decode(v.text)).sort()).toEqual(g.nodes.map((n: Json) => n.label).sort());
+        const idOfLabel = new Map(vertices.map((v) => [decode(v.text), v.id]));
+        const labelOf = new Map<string, string>(g.nodes.map((n: Json) => [n.id, n.label]));
+        expect(db.getEdges().map((e) => [e.start, e.end, decode(e.text)]).sort()).toEqual(
+          g.edges.map((e: Json) => [idOfLabel.get(labelOf.get(e.source)!), idOfLabel.get(labelOf.get(e.target)!), e.label]).sort(),
+        );
+      }
+      // A name that would break the syntax unescaped: the parser rejects it raw, accepts ours.
+      await expect(mermaid.parse(`flowchart LR\n  n1["${WEB_NAME}"] --> n2["x"]\n`)).rejects.toThrow();
+    });
   });
 });
