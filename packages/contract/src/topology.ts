@@ -63,6 +63,18 @@ export const MAX_COORDINATE = 1_000_000;
 /** Share links last this many hours unless asked otherwise, at most MAX_SHARE_HOURS. */
 export const DEFAULT_SHARE_HOURS = 168;
 export const MAX_SHARE_HOURS = 720;
+/**
+ * Where a line from the centre of one node box to the centre of another meets the second box's
+ * border (so an arrow head shows): the console and the shared page draw edges this way.
+ */
+export function toBoxBorder(from: { x: number; y: number }, to: { x: number; y: number }, halfWidth: number, halfHeight: number): { x: number; y: number } {
+  const dx = from.x - to.x;
+  const dy = from.y - to.y;
+  if (dx === 0 && dy === 0) return to;
+  const t = Math.min(dx === 0 ? Infinity : halfWidth / Math.abs(dx), dy === 0 ? Infinity : halfHeight / Math.abs(dy));
+  return t >= 1 ? to : { x: to.x + dx * t, y: to.y + dy * t };
+}
+
 /** Size of a node's box in the view; a position is the box's top-left corner. */
 export const VIEW_NODE_WIDTH = 180;
 export const VIEW_NODE_HEIGHT = 44;

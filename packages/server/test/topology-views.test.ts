@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { networkGraph } from '../src/topology/graph.js';
 import { buildViews } from '../src/topology/views.service.js';
 import { addHost } from './fixtures.js';
 import { type SeededOrg, type TestApp, bearer, buildTestApp, login, seedMemberWithKey, seedOrg } from './helpers.js';
@@ -398,5 +399,29 @@ describe('topology views: build, positions, share links, exports (issue #15; spe
       // A name that would break the syntax unescaped: the parser rejects it raw, accepts ours.
       await expect(mermaid.parse(`flowchart LR\n  n1["${WEB_NAME}"] --> n2["x"]\n`)).rejects.toThrow();
     });
+  });
+});
+
+describe('network graph: LLDP links and LAGs (pure)', () => {
+  const host = (id: string) => ({ id, hostname: id, fqdn: null, addresses: [] });
+  const nb = (hostId: string, local: string, remoteHost: string, remotePort: string) => ({
+    host_id: hostId, local_interface: local, remote_chassis_id: `chassis-${remoteHost}`, remote_port_id: remotePort, remote_system_name: remoteHost,
+    management_address: null, protocol: 'lldp', remote_host_id: remoteHost,
+  });
+  const base = { vlans: [], memberships: [], routes: [], outside: new Map() };
+
+  it('folds the members of a LAG known on one side only into one edge, whichever side reports it', () => {
+    const g = networkGraph({
+      ...base,
+      hosts: [host('a'), host('b')],
+      lags: [{ host_id: 'a', name: 'ae0', protocol: 'lacp', members: ['xe-1', 'xe-2'] }],
+      neighbours: [nb('a', 'xe-1', 'b', 'p1'), nb('a', 'xe-2', 'b', 'p2'), nb('b', 'p1', 'a', 'xe-1')],
+    });
+    expect(g.edges).toEqual([expect.objectContaining({ id: 'link:host:a#ae0|host:b#', kind: 'link', label: 'LAG ae0', data: expect.objectContaining({ lag: 'ae0', members: ['xe-1', 'xe-2'] }) })]);
+  });
+
+  it('keeps one edge per interface pair without LAGs, the same id from both ends', () => {
+    const g = networkGraph({ ...base, hosts: [host('a'), host('b')], lags: [], neighbours: [nb('a', 'e1', 'b', 'e9'), nb('b', 'e9', 'a', 'e1'), nb('a', 'e2', 'b', 'e8')] });
+    expect(g.edges.map((e) => e.id).sort()).toEqual(['link:host:a#e1|host:b#e9', 'link:host:a#e2|host:b#e8']);
   });
 });

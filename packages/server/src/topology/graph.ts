@@ -22,6 +22,8 @@ export interface NetworkInputs {
   outside: Map<string, { label: string; addresses: string[] }>;
 }
 
+/** A network by its name, with its CIDR unless the name already says it. */
+const netLabel = (name: string, cidr: string) => (name.includes(cidr) ? name : `${name} ${cidr}`.trim());
 const hostLabel = (h: { hostname: string | null; fqdn: string | null; addresses: string[]; id: string }) => h.hostname ?? h.fqdn ?? h.addresses[0] ?? h.id;
 
 /**
@@ -69,10 +71,12 @@ export function networkGraph(input: NetworkInputs): Graph {
     if (remote === local) continue;
     const localLag = lagOf.get(`${n.host_id}#${n.local_interface}`);
     const remoteLag = n.remote_host_id && n.remote_port_id ? lagOf.get(`${n.remote_host_id}#${n.remote_port_id}`) : undefined;
-    // Endpoints: the LAG when the interface is a member, else the interface. Both sides reporting
+    // Endpoints: the LAG when the interface is a member; the whole node when only the other side
+    // is known to aggregate (its members all lead there); else the interface. Both sides reporting
     // the same link (each its own LLDP view) give the same id, and so one edge.
-    const a = `${local}#${localLag?.name ?? n.local_interface}`;
-    const b = `${remote}#${remoteLag?.name ?? n.remote_port_id ?? ''}`;
+    const aggregated = !!(localLag || remoteLag);
+    const a = `${local}#${localLag?.name ?? (aggregated ? '' : n.local_interface)}`;
+    const b = `${remote}#${remoteLag?.name ?? (aggregated ? '' : (n.remote_port_id ?? ''))}`;
     const [first, second] = [a, b].sort() as [string, string];
     const id = `link:${first}|${second}`;
     const vlans = interfaceVlans(n.host_id, n.local_interface, localLag);
@@ -81,18 +85,19 @@ export function networkGraph(input: NetworkInputs): Graph {
     const protocols = sortedUnique([...((prev?.data.protocols as string[] | undefined) ?? []), n.protocol]);
     const allVlans = sortedUnique([...((prev?.data.vlans as number[] | undefined) ?? []), ...vlans]);
     const lag = localLag?.name ?? (prev?.data.lag as string | null | undefined) ?? remoteLag?.name ?? null;
+    const end = (x: string) => x.slice(x.lastIndexOf('#') + 1);
     const source = first.slice(0, first.lastIndexOf('#'));
     const target = second.slice(0, second.lastIndexOf('#'));
     edges.set(id, {
       id, source, target, kind: 'link',
-      label: [lag ? `LAG ${lag}` : `${first.slice(first.lastIndexOf('#') + 1)} – ${second.slice(second.lastIndexOf('#') + 1)}`, allVlans.length ? `VLAN ${allVlans.join(',')}` : ''].filter(Boolean).join(' · '),
-      data: { protocols, lag, members, vlans: allVlans, interfaces: { [source]: first.slice(first.lastIndexOf('#') + 1), [target]: second.slice(second.lastIndexOf('#') + 1) } },
+      label: [lag ? `LAG ${lag}` : `${end(first)} – ${end(second)}`, allVlans.length ? `VLAN ${allVlans.join(',')}` : ''].filter(Boolean).join(' · '),
+      data: { protocols, lag, members, vlans: allVlans, interfaces: { [source]: end(first), [target]: end(second) } },
     });
   }
 
   for (const m of input.memberships) {
     const net = networkNode(m.network_id);
-    if (!nodes.has(net)) nodes.set(net, { id: net, kind: 'network', label: `${m.network_name} ${m.cidr}`, data: { networkId: m.network_id, cidr: m.cidr, vlans: [] } });
+    if (!nodes.has(net)) nodes.set(net, { id: net, kind: 'network', label: netLabel(m.network_name, m.cidr), data: { networkId: m.network_id, cidr: m.cidr, vlans: [] } });
     const id = `subnet:${hostNode(m.host_id)}|${net}`;
     const prev = edges.get(id);
     const addresses = sortedUnique([...((prev?.data.addresses as string[] | undefined) ?? []), m.address]);
@@ -103,7 +108,7 @@ export function networkGraph(input: NetworkInputs): Graph {
     let target: string | undefined;
     if (r.network_id) {
       target = networkNode(r.network_id);
-      if (!nodes.has(target)) nodes.set(target, { id: target, kind: 'network', label: `${r.network_name} ${r.network_cidr}`, data: { networkId: r.network_id, cidr: r.network_cidr, vlans: [] } });
+      if (!nodes.has(target)) nodes.set(target, { id: target, kind: 'network', label: netLabel(r.network_name ?? '', r.network_cidr ?? ''), data: { networkId: r.network_id, cidr: r.network_cidr, vlans: [] } });
     } else if (r.next_hop_host_id && r.next_hop_host_id !== r.host_id) {
       target = ensureHost(r.next_hop_host_id);
     }

@@ -10,7 +10,7 @@ const GAP = 80;
 /** A layered left-to-right layout of the whole graph (dagre); top-left corners of the node boxes. */
 export function layeredLayout(nodes: GraphNode[], edges: GraphEdge[]): Map<string, Point> {
   const g = new Graph({ multigraph: true });
-  g.setGraph({ rankdir: 'LR', nodesep: 24, ranksep: 90, marginx: 20, marginy: 20 });
+  g.setGraph({ rankdir: 'LR', nodesep: 24, ranksep: 140, marginx: 20, marginy: 20 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const n of nodes) g.setNode(n.id, { width: VIEW_NODE_WIDTH, height: VIEW_NODE_HEIGHT });
   for (const e of edges) if (e.source !== e.target) g.setEdge(e.source, e.target, {}, e.id);
