@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VIEW_NODE_HEIGHT } from '@surveyor/contract';
 import { networkGraph } from '../src/topology/graph.js';
+import { layeredLayout, placeNodes } from '../src/topology/layout.js';
 import { buildViews } from '../src/topology/views.service.js';
 import { addHost } from './fixtures.js';
 import { type SeededOrg, type TestApp, bearer, buildTestApp, login, seedMemberWithKey, seedOrg } from './helpers.js';
@@ -423,5 +425,26 @@ describe('network graph: LLDP links and LAGs (pure)', () => {
   it('keeps one edge per interface pair without LAGs, the same id from both ends', () => {
     const g = networkGraph({ ...base, hosts: [host('a'), host('b')], lags: [], neighbours: [nb('a', 'e1', 'b', 'e9'), nb('b', 'e9', 'a', 'e1'), nb('a', 'e2', 'b', 'e8')] });
     expect(g.edges.map((e) => e.id).sort()).toEqual(['link:host:a#e1|host:b#e9', 'link:host:a#e2|host:b#e8']);
+  });
+});
+
+describe('placing nodes (dagre layout around saved positions)', () => {
+  const n = (id: string) => ({ id, kind: 'host' as const, label: id, data: {} });
+  const e = (source: string, target: string) => ({ id: `${source}>${target}`, source, target, kind: 'dependency' as const, label: '', data: {} });
+
+  it('keeps saved positions, moves a new node with its positioned neighbour, puts unlinked new nodes below the rest', () => {
+    const nodes = [n('a'), n('b'), n('c')];
+    const edges = [e('a', 'b')];
+    const first = layeredLayout(nodes, edges);
+    expect(first.get('b')!.x).toBeGreaterThan(first.get('a')!.x); // left to right
+    const kept = new Map([['a', { x: 5000, y: 7000 }], ['gone', { x: 1, y: 1 }]]);
+    const placed = placeNodes(nodes, edges, kept);
+    expect(placed.get('a')).toEqual({ x: 5000, y: 7000 });
+    expect(placed.has('gone')).toBe(false);
+    const shift = { x: 5000 - first.get('a')!.x, y: 7000 - first.get('a')!.y };
+    expect(placed.get('b')).toEqual({ x: first.get('b')!.x + shift.x, y: first.get('b')!.y + shift.y });
+    expect(placed.get('c')!.y).toBeGreaterThan(7000 + VIEW_NODE_HEIGHT);
+    // Nothing new: the saved positions as they are, no layout.
+    expect(placeNodes([n('a')], [], kept)).toEqual(new Map([['a', { x: 5000, y: 7000 }]]));
   });
 });
