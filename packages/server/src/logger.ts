@@ -3,11 +3,11 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 /** Keys whose values never reach a log line, whatever their depth. */
 const SECRET_KEY = /pass(word|phrase)?|secret|token|authorization|cookie|api[-_]?key|credential|community|private[-_]?key/i;
 /**
- * Tokens the service mints (svk_, svd_, svm_, svs_, svx_ session), and Bearer values and Basic
+ * Tokens the service mints (svk_, svd_, svm_, svs_, svx_ session, svt_ topology share link), and Bearer values and Basic
  * credentials (base64, 8 characters or more, so that "basic auth failed" stays readable) inside
  * free text, any case.
  */
-const SECRET_TEXT = /\b(sv[kdmsx]_[A-Za-z0-9_-]{8,})|(\bBearer\s+)[^\s"',;]+|(\bBasic\s+)[A-Za-z0-9+/]{8,}={0,2}/gi;
+const SECRET_TEXT = /\b(sv[kdmsxt]_[A-Za-z0-9_-]{8,})|(\bBearer\s+)[^\s"',;]+|(\bBasic\s+)[A-Za-z0-9+/]{8,}={0,2}/gi;
 const REDACTED = '[redacted]';
 
 /** URL credentials (`scheme://user:password@host`) inside free text. */

@@ -733,7 +733,7 @@ describe('job topology.dependencies rebuilds the application topology from the f
       { site_id: null, src_host_id: client2, dst_host_id: server2, dst_service_id: ssh, bytes: 50, packets: 1, flows: 1, last_seen_ms: now.getTime() - 2 * HOUR },
     ]);
     expect(result.detail).toMatchObject({ failed: 0 });
-    expect(result.organisations?.get(org.organisationId)).toEqual(expect.objectContaining({ ok: true, detail: { edges: 2, topologies: 3 } }));
+    expect(result.organisations?.get(org.organisationId)).toEqual(expect.objectContaining({ ok: true, detail: { edges: 2, topologies: 3, views: 6, failedViews: 0 } }));
   });
 
   it('makes no edge from flows whose source address is unknown to the inventory', async () => {

@@ -74,6 +74,7 @@ export function Shell() {
           <li><NavLink to="/hosts">Hosts</NavLink></li>
           <li><NavLink to="/networks">Networks</NavLink></li>
           <li><NavLink to="/sites">Sites</NavLink></li>
+          <li><NavLink to="/topology">Topology</NavLink></li>
           <li><NavLink to="/services">Services</NavLink></li>
           <li><NavLink to="/certificates">Certificates</NavLink></li>
           <li><NavLink to="/vulnerabilities">Vulnerabilities</NavLink></li>

@@ -24,6 +24,7 @@ import { ServicesPage } from './pages/ServicesPage';
 import { SitesPage } from './pages/SitesPage';
 import { SnapshotDiffPage } from './pages/SnapshotDiffPage';
 import { SnapshotsPage } from './pages/SnapshotsPage';
+import { TopologyPage } from './pages/TopologyPage';
 import { VulnerabilitiesPage } from './pages/VulnerabilitiesPage';
 import type { SessionInfo } from './types';
 import './styles.css';
@@ -52,6 +53,7 @@ const router = createBrowserRouter([
       { path: 'networks', element: <NetworksPage /> },
       { path: 'networks/:id', element: <NetworkPage /> },
       { path: 'sites', element: <SitesPage /> },
+      { path: 'topology', element: <TopologyPage /> },
       { path: 'services', element: <ServicesPage /> },
       { path: 'certificates', element: <CertificatesPage /> },
       { path: 'vulnerabilities', element: <VulnerabilitiesPage /> },

@@ -1,7 +1,20 @@
 import { z } from 'zod';
 import { Uuid } from '../common.js';
 import { type RouteDef, route } from '../route-def.js';
-import { HostTopology, TopologyQuery } from '../topology.js';
+import {
+  ExportFormat,
+  HostTopology,
+  RegenerateTopologyResponse,
+  SavePositionsBody,
+  SavePositionsResponse,
+  ShareTopologyBody,
+  ShareTopologyResponse,
+  SharedTopologyGraph,
+  TopologyGraph,
+  TopologyQuery,
+} from '../topology.js';
+
+const shareToken = z.object({ token: z.string().min(1).max(200) });
 
 /** The topology of one host, as JSON and drawn as SVG. */
 export const topologyRoutes = {
@@ -28,5 +41,102 @@ export const topologyRoutes = {
     querystring: TopologyQuery,
     response: { 200: null },
     produces: 'image/svg+xml',
+  }),
+  regenerateTopology: route({
+    method: 'POST',
+    url: '/api/v1/topology/regenerate',
+    operationId: 'regenerateTopology',
+    summary: 'Rebuild the session organisation\'s topology views now (network and application, each site), through the job runner',
+    description:
+      'Runs the topology.dependencies job now for this organisation: application edges from the last 24 hours of flows, then every view. ' +
+      'A view built is `ready`; one that cannot be built is `failed` with a `failureReason` (more than 2000 nodes, for example). ' +
+      'Saved positions of nodes that still exist are kept; new nodes are placed by a layered layout (dagre); removed nodes lose theirs.',
+    tags: ['admin'],
+    internal: true,
+    auth: { kind: 'session', minRole: 'admin' },
+    errors: ['conflict'],
+    response: { 200: RegenerateTopologyResponse },
+  }),
+  getTopologyGraph: route({
+    method: 'GET',
+    url: '/api/v1/topology/:id/graph',
+    operationId: 'getTopologyGraph',
+    summary: 'A topology view for the console: nodes, edges and their saved positions',
+    tags: ['admin'],
+    internal: true,
+    auth: { kind: 'session' },
+    params: z.object({ id: Uuid }),
+    errors: ['not_found'],
+    response: { 200: TopologyGraph },
+  }),
+  saveTopologyPositions: route({
+    method: 'PUT',
+    url: '/api/v1/topology/:id/positions',
+    operationId: 'saveTopologyPositions',
+    summary: 'Save node positions of a view (the nodes listed; the others keep theirs)',
+    description: 'Every `nodeId` must be a node of the view, once; coordinates are finite numbers within ±1,000,000; at most 2000 positions. Otherwise 400 `validation_failed` naming the path.',
+    tags: ['admin'],
+    internal: true,
+    auth: { kind: 'session', minRole: 'admin' },
+    params: z.object({ id: Uuid }),
+    body: SavePositionsBody,
+    errors: ['not_found'],
+    response: { 200: SavePositionsResponse },
+  }),
+  shareTopology: route({
+    method: 'POST',
+    url: '/api/v1/topology/:id/share',
+    operationId: 'shareTopology',
+    summary: 'Create (replacing any earlier one) or revoke the read-only share link of a view',
+    description:
+      '`{ "enabled": true, "expiresInHours"?: 1..720 }` (default 168) gives `{ url, expiresAt }`: the URL opens a page showing that one view and nothing else, without signing in, until it expires. ' +
+      'The token is stored hashed and shown only here. `{ "enabled": false }` revokes at once. A new link replaces the previous one.',
+    tags: ['admin'],
+    internal: true,
+    auth: { kind: 'session', minRole: 'admin' },
+    params: z.object({ id: Uuid }),
+    body: ShareTopologyBody,
+    errors: ['not_found'],
+    response: { 200: ShareTopologyResponse },
+  }),
+  exportTopology: route({
+    method: 'GET',
+    url: '/api/v1/topology/:id/export/:format',
+    operationId: 'exportTopology',
+    summary: 'Export a view: `mermaid` (a `flowchart LR` text) or `drawio` (an `mxfile` XML carrying the saved positions)',
+    tags: ['admin'],
+    internal: true,
+    auth: { kind: 'session', minRole: 'admin' },
+    params: z.object({ id: Uuid, format: ExportFormat }),
+    errors: ['not_found'],
+    response: { 200: null },
+    produces: 'text/plain',
+  }),
+  getSharedTopology: route({
+    method: 'GET',
+    url: '/api/v1/topology/shared/:token',
+    operationId: 'getSharedTopology',
+    summary: 'The one view a share link opens (no credential: the token is the credential)',
+    description: 'An unknown, revoked or expired token is 404 `not_found`.',
+    tags: ['admin'],
+    internal: true,
+    auth: { kind: 'none' },
+    params: shareToken,
+    errors: ['not_found'],
+    response: { 200: SharedTopologyGraph },
+  }),
+  sharedTopologyPage: route({
+    method: 'GET',
+    url: '/share/topology/:token',
+    operationId: 'sharedTopologyPage',
+    summary: 'The read-only page of a share link: the view drawn as SVG, no script',
+    description: 'An unknown, revoked or expired token is 404 `not_found`.',
+    tags: ['console'],
+    internal: true,
+    auth: { kind: 'none' },
+    params: shareToken,
+    errors: ['not_found'],
+    response: { 200: null },
+    produces: 'text/html',
   }),
 } as const satisfies Record<string, RouteDef>;

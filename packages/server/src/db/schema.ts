@@ -371,6 +371,41 @@ export interface TopologiesTable {
   built_at: NullableTimestamp;
   created_at: Created;
   updated_at: Timestamp;
+  /** Why the last build of the view failed (status `failed`); null otherwise. */
+  failure_reason: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** A node of a topology view (0017): its id is derived from what it stands for; x, y its saved position. */
+export interface TopologyNodesTable {
+  organisation_id: string;
+  topology_id: string;
+  node_id: string;
+  kind: string;
+  label: string;
+  data: ColumnType<Record<string, unknown>, string, string>;
+  x: number;
+  y: number;
+}
+
+export interface TopologyEdgesTable {
+  organisation_id: string;
+  topology_id: string;
+  edge_id: string;
+  source: string;
+  target: string;
+  kind: string;
+  label: string;
+  data: ColumnType<Record<string, unknown>, string, string>;
+}
+
+/** A view's read-only share link: only the SHA-256 of the token is stored. */
+export interface TopologySharesTable {
+  organisation_id: string;
+  topology_id: string;
+  token_hash: string;
+  expires_at: Timestamp;
+  created_by_user_id: string | null;
+  created_at: Created;
 }
 
 export interface DaemonsTable {
@@ -605,6 +640,9 @@ export interface DB {
   snapshots: SnapshotsTable;
   service_signing_keys: ServiceSigningKeysTable;
   topologies: TopologiesTable;
+  topology_nodes: TopologyNodesTable;
+  topology_edges: TopologyEdgesTable;
+  topology_shares: TopologySharesTable;
   organisations: OrganisationsTable;
   users: UsersTable;
   memberships: MembershipsTable;

@@ -1,12 +1,18 @@
 import { pruneFlows } from '../ingest/flows.js';
 import { everyOrganisation } from '../jobs/per-organisation.js';
 import type { JobDefinition } from '../jobs/runner.js';
-import { rebuildDependencies } from './dependencies.js';
+import { type DependencyBuild, rebuildDependencies } from './dependencies.js';
+import { buildViews } from './views.service.js';
+
+/** What one organisation's run gives a caller of runFor: the dependency build and every view after it. */
+export type TopologyBuild = DependencyBuild & { views: Awaited<ReturnType<typeof buildViews>> };
 
 /**
- * topology.dependencies (1 h): every organisation's application topology rebuilt from recent flows;
+ * topology.dependencies (1 h): every organisation's application topology rebuilt from recent flows,
+ * then each of its topology views (network and application, per site: nodes, edges, positions);
  * then flows past the 30-day retention are pruned (decisions.md). Run now for one organisation by
- * POST /api/v1/admin/dependency-tick, whose answer is the work's value (the build).
+ * POST /api/v1/admin/dependency-tick and POST /api/v1/topology/regenerate, whose answers come
+ * from the work's value (the build and the views).
  */
 export function topologyDependencies(): JobDefinition {
   return {
@@ -20,7 +26,9 @@ export function topologyDependencies(): JobDefinition {
         'edges',
         async (org) => {
           const r = await rebuildDependencies(ctx.db, org, at);
-          return { detail: { edges: r.edges, topologies: r.topologies.length }, value: r };
+          const views = await buildViews(ctx.db, org, at);
+          const value: TopologyBuild = { ...r, views };
+          return { detail: { edges: r.edges, topologies: r.topologies.length, views: views.length, failedViews: views.filter((v) => v.status === 'failed').length }, value };
         },
         (d) => d.edges as number,
       );
