@@ -41,7 +41,7 @@ function certificateColumns(hosts: Map<string, Host>): ColumnDef<Certificate>[] 
   return [
     { header: 'Subject', accessorKey: 'subject', cell: ({ row }) => <span className="dn" title={row.original.fingerprint}>{row.original.subject}</span> },
     { header: 'Issuer', accessorKey: 'issuer', cell: ({ row }) => <span className="dn">{row.original.issuer}</span> },
-    { header: 'Host', accessorKey: 'hostId', cell: ({ row }) => <HostLink id={row.original.hostId} hosts={hosts} /> },
+    { header: 'Host', accessorKey: 'hostId', enableSorting: false, cell: ({ row }) => <HostLink id={row.original.hostId} hosts={hosts} /> },
     { header: 'Port', accessorKey: 'port', cell: ({ row }) => <span className="mono">{row.original.port ?? '—'}</span> },
     { header: 'Not after', accessorKey: 'notAfter', cell: ({ row }) => <time className="nowrap" dateTime={row.original.notAfter}>{dateTime(row.original.notAfter)}</time> },
     { id: 'daysLeft', header: () => <span className="num-head">Days left</span>, cell: ({ row }) => <DaysLeft notAfter={row.original.notAfter} /> },
@@ -107,7 +107,7 @@ export function CertificatesPage() {
         </p>
       )}
       {rows.length > 0 && (
-        <DataTable caption="Certificates" data={rows} columns={columns} rowKey={(c) => c.id} rowClassName={(c) => (daysLeft(c.notAfter) < 0 ? 'cert-expired' : undefined)} />
+        <DataTable caption="Certificates" partial={certs.hasNextPage} data={rows} columns={columns} rowKey={(c) => c.id} rowClassName={(c) => (daysLeft(c.notAfter) < 0 ? 'cert-expired' : undefined)} />
       )}
       {certs.hasNextPage && (
         <button type="button" className="more" onClick={() => void certs.fetchNextPage()} disabled={certs.isFetchingNextPage}>

@@ -146,7 +146,7 @@ function daemonColumns(sites: Map<string, Site>, admin: boolean): ColumnDef<Daem
         </span>
       ),
     },
-    { header: 'Site', accessorKey: 'siteId', cell: ({ row }) => <SiteCell daemon={row.original} sites={sites} admin={admin} /> },
+    { header: 'Site', accessorKey: 'siteId', enableSorting: false, cell: ({ row }) => <SiteCell daemon={row.original} sites={sites} admin={admin} /> },
     { header: 'Networks', accessorKey: 'networkCidrs', cell: ({ row }) => <span className="mono">{row.original.networkCidrs.join(', ') || '—'}</span> },
     { header: 'Dropped', accessorKey: 'flowsDropped', cell: ({ row }) => <span className={`num ${row.original.flowsDropped > 0 ? 'error-text' : ''}`}>{row.original.flowsDropped}</span> },
     { header: 'Restarts', accessorKey: 'restartCount', cell: ({ row }) => <span className="num">{row.original.restartCount}</span> },

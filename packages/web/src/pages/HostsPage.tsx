@@ -17,7 +17,7 @@ function hostColumns(sites: Map<string, Site>): ColumnDef<Host>[] {
     },
     { header: 'Addresses', accessorKey: 'addresses', cell: ({ row }) => <span className="mono">{row.original.addresses.join(', ') || '—'}</span> },
     { header: 'OS', accessorKey: 'os', cell: ({ row }) => row.original.os ?? '—' },
-    { header: 'Site', accessorKey: 'siteId', cell: ({ row }) => (row.original.siteId ? (sites.get(row.original.siteId)?.name ?? '…') : '—') },
+    { header: 'Site', accessorKey: 'siteId', enableSorting: false, cell: ({ row }) => (row.original.siteId ? (sites.get(row.original.siteId)?.name ?? '…') : '—') },
     {
       header: 'Last seen',
       accessorKey: 'lastSeenAt',
@@ -110,7 +110,7 @@ export function HostsPage() {
         <p className="empty">{search || siteId ? `No host matches${search ? ` “${search}”` : ''}${siteId ? ' in this site' : ''}.` : 'No hosts yet: enrol a daemon and scan a network.'}</p>
       )}
       {rows.length > 0 && (
-        <DataTable caption="Hosts" data={rows} columns={columns} rowKey={(h) => h.id} onRowOpen={(h) => void navigate(`/hosts/${h.id}`)} />
+        <DataTable caption="Hosts" partial={hosts.hasNextPage} data={rows} columns={columns} rowKey={(h) => h.id} onRowOpen={(h) => void navigate(`/hosts/${h.id}`)} />
       )}
       {hosts.hasNextPage && (
         <button type="button" className="more" onClick={() => void hosts.fetchNextPage()} disabled={hosts.isFetchingNextPage}>

@@ -100,7 +100,7 @@ export function NetworksPage() {
     () => [
       { header: 'Name', accessorKey: 'name', cell: ({ row }) => <Link to={`/networks/${row.original.id}`}>{row.original.name}</Link> },
       { header: 'CIDR', accessorKey: 'cidr', cell: ({ row }) => <span className="mono">{row.original.cidr}</span> },
-      { header: 'Site', accessorKey: 'siteId', cell: ({ row }) => (row.original.siteId ? (siteNames.get(row.original.siteId)?.name ?? '…') : '—') },
+      { header: 'Site', accessorKey: 'siteId', enableSorting: false, cell: ({ row }) => (row.original.siteId ? (siteNames.get(row.original.siteId)?.name ?? '…') : '—') },
       { header: 'Schedule', accessorKey: 'scanIntervalMinutes', cell: ({ row }) => <span className="nowrap">{intervalText(row.original.scanIntervalMinutes)}</span> },
       {
         header: 'Last scan',

@@ -244,7 +244,7 @@ export function NotificationsPage() {
   const deliveryColumns = useMemo<ColumnDef<Delivery>[]>(
     () => [
       { header: 'Event', accessorKey: 'eventKind', cell: ({ row }) => <span className="mono">{row.original.eventKind}</span> },
-      { header: 'Destination', accessorKey: 'destinationId', cell: ({ row }) => <span className="nowrap">{names.get(row.original.destinationId) ?? `${row.original.destinationId.slice(0, 8)}…`}</span> },
+      { header: 'Destination', accessorKey: 'destinationId', enableSorting: false, cell: ({ row }) => <span className="nowrap">{names.get(row.original.destinationId) ?? `${row.original.destinationId.slice(0, 8)}…`}</span> },
       { header: 'State', accessorKey: 'state', cell: ({ row }) => <span className={`badge delivery-${row.original.state}`}>{row.original.state}</span> },
       { header: 'Attempts', accessorKey: 'attempts', cell: ({ row }) => <span className="num">{row.original.attempts}</span> },
       { id: 'log', header: 'Attempt log', cell: ({ row }) => <Attempts d={row.original} /> },

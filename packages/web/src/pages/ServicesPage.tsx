@@ -11,7 +11,7 @@ import { usePageTitle } from './usePageTitle';
 
 function serviceColumns(hosts: Map<string, Host>): ColumnDef<Service>[] {
   return [
-    { header: 'Host', accessorKey: 'hostId', cell: ({ row }) => <HostLink id={row.original.hostId} hosts={hosts} /> },
+    { header: 'Host', accessorKey: 'hostId', enableSorting: false, cell: ({ row }) => <HostLink id={row.original.hostId} hosts={hosts} /> },
     { header: 'Address', accessorKey: 'address', cell: ({ row }) => <span className="mono">{row.original.address ?? '—'}</span> },
     { header: 'Port', accessorKey: 'port', cell: ({ row }) => <span className="mono nowrap">{row.original.port}/{row.original.protocol}</span> },
     { header: 'State', accessorKey: 'state', cell: ({ row }) => <span className={`svc-${row.original.state}`}>{row.original.state}</span> },
@@ -60,7 +60,7 @@ export function ServicesPage() {
       {services.data && rows.length === 0 && (
         <p className="empty">{hostId ? 'This host has no services recorded: scan its network to find its open ports.' : 'No services yet: enrol a daemon and scan a network to find open ports.'}</p>
       )}
-      {rows.length > 0 && <DataTable caption="Services" data={rows} columns={columns} rowKey={(s) => s.id} rowClassName={(s) => (s.goneAt ? 'gone' : undefined)} />}
+      {rows.length > 0 && <DataTable caption="Services" partial={services.hasNextPage} data={rows} columns={columns} rowKey={(s) => s.id} rowClassName={(s) => (s.goneAt ? 'gone' : undefined)} />}
       {services.hasNextPage && (
         <button type="button" className="more" onClick={() => void services.fetchNextPage()} disabled={services.isFetchingNextPage}>
           {services.isFetchingNextPage ? 'Loading…' : 'Load more'}

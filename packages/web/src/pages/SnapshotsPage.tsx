@@ -39,7 +39,7 @@ function snapshotColumns(sites: Map<string, Site>, canAttest = false): ColumnDef
       cell: ({ row }) => <time className="nowrap" dateTime={row.original.capturedAt} title={ago(row.original.capturedAt)}>{dateTime(row.original.capturedAt)}</time>,
     },
     { header: 'Reason', accessorKey: 'reason', cell: ({ row }) => <span className={`reason-${row.original.reason}`}>{reasonLabels[row.original.reason]}</span> },
-    { header: 'Site', accessorKey: 'siteId', cell: ({ row }) => (row.original.siteId ? (sites.get(row.original.siteId)?.name ?? '…') : 'All') },
+    { header: 'Site', accessorKey: 'siteId', enableSorting: false, cell: ({ row }) => (row.original.siteId ? (sites.get(row.original.siteId)?.name ?? '…') : 'All') },
     ...STATS.map<ColumnDef<Snapshot>>((k) => ({
       id: k,
       header: () => <span className="num-head" title={k}>{STAT_HEADS[k]}</span>,
@@ -137,7 +137,7 @@ export function SnapshotsPage() {
                 : 'No snapshots yet: the daily job (inventory.snapshot) takes one, or an editor can take one now.'}
           </p>
         )}
-        {rows.length > 0 && <DataTable caption="Snapshots, the newest first" data={rows} columns={columns} rowKey={(s) => s.id} rowClassName={(s) => (taken.has(s.id) ? 'just-taken' : undefined)} />}
+        {rows.length > 0 && <DataTable caption="Snapshots, the newest first" partial={snapshots.hasNextPage} data={rows} columns={columns} rowKey={(s) => s.id} rowClassName={(s) => (taken.has(s.id) ? 'just-taken' : undefined)} />}
         {snapshots.hasNextPage && (
           <button type="button" className="more" onClick={() => void snapshots.fetchNextPage()} disabled={snapshots.isFetchingNextPage}>
             {snapshots.isFetchingNextPage ? 'Loading…' : 'Load more'}

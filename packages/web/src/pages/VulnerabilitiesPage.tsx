@@ -58,7 +58,7 @@ export function VulnerabilitiesPage() {
             : 'No findings yet: they appear when a scan finds services and the cve.match job matches them against the advisories (import some with surveyor advisories import).'}
         </p>
       )}
-      {rows.length > 0 && <VulnerabilityTable data={rows} />}
+      {rows.length > 0 && <VulnerabilityTable data={rows} partial={list.hasNextPage} />}
       {list.hasNextPage && (
         <button type="button" className="more" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
           {list.isFetchingNextPage ? 'Loading…' : 'Load more'}

@@ -153,4 +153,97 @@ describe('DataTable', () => {
     expect(screen.getByText('lab').closest('tr')?.className).toBe('clickable gone');
     expect(screen.getByText('office LAN').closest('tr')?.className).toBe('clickable');
   });
+
+  interface Host {
+    id: string;
+    name: string;
+    ports: number;
+    site: string;
+    tags: string[];
+  }
+  const hostColumns: ColumnDef<Host>[] = [
+    { header: 'Name', accessorKey: 'name' },
+    { header: 'Open ports', accessorKey: 'ports' },
+    { header: 'Site', accessorKey: 'site' },
+    { header: 'Tags', accessorKey: 'tags', cell: ({ row }) => row.original.tags.join(', ') },
+    { id: 'act', header: 'Actions', cell: () => <button type="button">Scan</button> },
+  ];
+  const hosts: Host[] = [
+    { id: '1', name: 'web-10', ports: 3, site: 'fra', tags: ['dmz'] },
+    { id: '2', name: 'web-9', ports: 12, site: 'ber', tags: [] },
+    { id: '3', name: 'db-1', ports: 1, site: 'fra', tags: ['db', 'pci'] },
+  ];
+  const names = () => [...document.querySelectorAll('tbody tr td:first-child')].map((td) => td.textContent);
+  const header = (name: string) => screen.getByRole('columnheader', { name });
+
+  it('sorts by a column on its header button: ascending, descending, then back to the API order', () => {
+    window.localStorage.clear();
+    render(<DataTable caption="Hosts" data={hosts} columns={hostColumns} rowKey={(r) => r.id} />);
+    expect(names()).toEqual(['web-10', 'web-9', 'db-1']);
+    const byName = screen.getByRole('button', { name: 'Name' });
+    fireEvent.click(byName);
+    // Text sorts with numbers in order (web-9 before web-10), as an operator reads host names.
+    expect(names()).toEqual(['db-1', 'web-9', 'web-10']);
+    expect(header('Name').getAttribute('aria-sort')).toBe('ascending');
+    fireEvent.click(byName);
+    expect(names()).toEqual(['web-10', 'web-9', 'db-1']);
+    expect(header('Name').getAttribute('aria-sort')).toBe('descending');
+    fireEvent.click(byName);
+    expect(names()).toEqual(['web-10', 'web-9', 'db-1']);
+    expect(header('Name').getAttribute('aria-sort')).toBeNull();
+    // Numbers sort as numbers; the first click on a number column puts the largest first (TanStack's default for numbers).
+    fireEvent.click(screen.getByRole('button', { name: 'Open ports' }));
+    expect(names()).toEqual(['web-9', 'web-10', 'db-1']);
+    expect(header('Name').getAttribute('aria-sort')).toBeNull();
+  });
+
+  it('offers no sort on a column of lists or without values (actions)', () => {
+    window.localStorage.clear();
+    render(<DataTable caption="Hosts" data={hosts} columns={hostColumns} rowKey={(r) => r.id} />);
+    expect(screen.queryByRole('button', { name: 'Tags' })).toBeNull();
+    expect(screen.queryByRole('button', { name: 'Actions' })).toBeNull();
+    expect(header('Tags').textContent).toBe('Tags');
+  });
+
+  it('says a sort covers the loaded rows only when more can be loaded', () => {
+    window.localStorage.clear();
+    const { rerender } = render(<DataTable caption="Hosts" data={hosts} columns={hostColumns} rowKey={(r) => r.id} partial />);
+    expect(screen.queryByRole('status')).toBeNull();
+    fireEvent.click(screen.getByRole('button', { name: 'Site' }));
+    expect(screen.getByRole('status').textContent).toBe('Sorted by Site among the 3 rows loaded; load more to include the rest.');
+    rerender(<DataTable caption="Hosts" data={hosts} columns={hostColumns} rowKey={(r) => r.id} partial={false} />);
+    expect(screen.queryByRole('status')).toBeNull();
+  });
+
+  it('hides and shows columns, remembered per table in this browser; the first column stays', () => {
+    window.localStorage.clear();
+    const headers = () => [...document.querySelectorAll('th[scope="col"]')].map((th) => th.textContent);
+    const first = render(<DataTable caption="Hosts" data={hosts} columns={hostColumns} rowKey={(r) => r.id} />);
+    expect(screen.queryByRole('checkbox', { name: 'Name' })).toBeNull();
+    fireEvent.click(screen.getByRole('checkbox', { name: 'Site' }));
+    fireEvent.click(screen.getByRole('checkbox', { name: 'Tags' }));
+    expect(headers()).toEqual(['Name', 'Open ports', 'Actions']);
+    expect(document.querySelectorAll('tbody tr:first-child td')).toHaveLength(3);
+    first.unmount();
+
+    // Another visit: the choice holds; another table keeps its own.
+    render(<DataTable caption="Hosts" data={hosts} columns={hostColumns} rowKey={(r) => r.id} />);
+    expect(headers()).toEqual(['Name', 'Open ports', 'Actions']);
+    cleanup();
+    render(<DataTable caption="Services" data={hosts} columns={hostColumns} rowKey={(r) => r.id} />);
+    expect(headers()).toEqual(['Name', 'Open ports', 'Site', 'Tags', 'Actions']);
+    cleanup();
+
+    // Show all brings every column back and forgets the choice.
+    render(<DataTable caption="Hosts" data={hosts} columns={hostColumns} rowKey={(r) => r.id} />);
+    fireEvent.click(screen.getByRole('button', { name: 'Show all' }));
+    expect(headers()).toEqual(['Name', 'Open ports', 'Site', 'Tags', 'Actions']);
+    expect(window.localStorage.getItem('surveyor.columns.Hosts')).toBeNull();
+  });
+
+  it('ignores a remembered choice it cannot read', () => {
+    window.localStorage.setItem('surveyor.columns.Hosts', '[not json');
+    render(<DataTable caption="Hosts" data={hosts} columns={hostColumns} rowKey={(r) => r.id} />);
+    expect(document.querySelectorAll('th[scope="col"]')).toHaveLength(5);
+  });
 });
