@@ -41,7 +41,7 @@ describe.skipIf(!haveChromium)('tables in Chromium', () => {
 
     // Hide the OS column: gone from the table, and still gone after a reload.
     await p.getByText('Columns', { exact: true }).click();
-    await p.getByRole('checkbox', { name: 'OS', exact: true }).uncheck();
+    await p.getByRole('checkbox', { name: 'Show column OS' }).uncheck();
     await shot(p, 'tables-02-columns-menu');
     await table.getByRole('columnheader', { name: 'OS', exact: true }).waitFor({ state: 'detached' });
     expect(await table.getByText('Debian 12').count()).toBe(0);

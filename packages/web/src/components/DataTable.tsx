@@ -116,7 +116,8 @@ export function DataTable<T>({ caption, data, columns, rowKey, onRowOpen, rowCla
                 <legend className="sr-only">Columns of {caption}</legend>
                 {hideable.map((c) => (
                   <label key={c.id} className="check">
-                    <input type="checkbox" checked={c.getIsVisible()} onChange={c.getToggleVisibilityHandler()} />
+                    {/* Named "Show column X", so it never shares a name with a form's field X on the same page. */}
+                    <input type="checkbox" aria-label={`Show column ${headerText(c.columnDef)}`} checked={c.getIsVisible()} onChange={c.getToggleVisibilityHandler()} />
                     {headerText(c.columnDef)}
                   </label>
                 ))}

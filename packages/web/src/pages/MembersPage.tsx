@@ -213,6 +213,7 @@ export function MembersPage() {
       {removing && (
         <Dialog
           title={`Remove ${removing.email}?`}
+          danger
           confirmLabel="Remove"
           busy={remove.isPending}
           onConfirm={() => remove.mutate(removing.userId)}

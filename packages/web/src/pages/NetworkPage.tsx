@@ -134,6 +134,7 @@ export function NetworkPage() {
           {confirming && (
             <Dialog
               title="Cancel this scan?"
+              danger
               confirmLabel={cancel.isPending ? 'Cancelling…' : 'Cancel scan'}
               cancelLabel={cancel.error ? 'Close' : 'Keep scanning'}
               busy={cancel.isPending}

@@ -321,7 +321,7 @@ export function NotificationsPage() {
       </section>
 
       {deleting && (
-        <Dialog title={`Delete destination “${deleting.name}”?`} confirmLabel="Delete" busy={remove.isPending} onConfirm={() => remove.mutate(deleting.id)} onCancel={() => { setDeleting(null); remove.reset(); }}>
+        <Dialog danger title={`Delete destination “${deleting.name}”?`} confirmLabel="Delete" busy={remove.isPending} onConfirm={() => remove.mutate(deleting.id)} onCancel={() => { setDeleting(null); remove.reset(); }}>
           <p>It stops receiving alerts, and its queued deliveries are removed. This cannot be undone.</p>
           <ErrorAlert error={remove.error} />
         </Dialog>

@@ -219,9 +219,9 @@ describe('DataTable', () => {
     window.localStorage.clear();
     const headers = () => [...document.querySelectorAll('th[scope="col"]')].map((th) => th.textContent);
     const first = render(<DataTable caption="Hosts" data={hosts} columns={hostColumns} rowKey={(r) => r.id} />);
-    expect(screen.queryByRole('checkbox', { name: 'Name' })).toBeNull();
-    fireEvent.click(screen.getByRole('checkbox', { name: 'Site' }));
-    fireEvent.click(screen.getByRole('checkbox', { name: 'Tags' }));
+    expect(screen.queryByRole('checkbox', { name: 'Show column Name' })).toBeNull();
+    fireEvent.click(screen.getByRole('checkbox', { name: 'Show column Site' }));
+    fireEvent.click(screen.getByRole('checkbox', { name: 'Show column Tags' }));
     expect(headers()).toEqual(['Name', 'Open ports', 'Actions']);
     expect(document.querySelectorAll('tbody tr:first-child td')).toHaveLength(3);
     first.unmount();
