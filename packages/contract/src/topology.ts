@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Timestamp, Uuid } from './common.js';
+import { Text, Timestamp, Uuid } from './common.js';
 import { Topology } from './inventory.js';
 
 export const TopologyQuery = z.strictObject({
@@ -125,7 +125,7 @@ export const SavePositionsBody = z.strictObject({
   positions: z
     .array(
       z.strictObject({
-        nodeId: z.string().min(1).max(600),
+        nodeId: Text.min(1).max(600),
         x: z.number().min(-MAX_COORDINATE).max(MAX_COORDINATE),
         y: z.number().min(-MAX_COORDINATE).max(MAX_COORDINATE),
       }),

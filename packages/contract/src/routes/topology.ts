@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Uuid } from '../common.js';
+import { Text, Uuid } from '../common.js';
 import { type RouteDef, route } from '../route-def.js';
 import {
   ExportFormat,
@@ -14,7 +14,7 @@ import {
   TopologyQuery,
 } from '../topology.js';
 
-const shareToken = z.object({ token: z.string().min(1).max(200) });
+const shareToken = z.object({ token: Text.min(1).max(200) });
 
 /** The topology of one host, as JSON and drawn as SVG. */
 export const topologyRoutes = {

@@ -69,6 +69,8 @@ export function DataTable<T>({ caption, data, columns, rowKey, onRowOpen, rowCla
   const [sorting, setSorting] = useState<SortingState>([]);
   const [visibility, setVisibility] = useState<VisibilityState>(() => loadHidden(key));
   const menuId = useId();
+  // The checkboxes exist only while the menu is open: closed, the page has no second control named like a column.
+  const [menuOpen, setMenuOpen] = useState(false);
   useEffect(() => {
     try {
       const hidden = Object.fromEntries(Object.entries(visibility).filter(([, v]) => v === false));
@@ -110,23 +112,25 @@ export function DataTable<T>({ caption, data, columns, rowKey, onRowOpen, rowCla
             </span>
           )}
           {hideable.length > 1 && (
-            <details className="columns-menu">
+            <details className="columns-menu" open={menuOpen} onToggle={(e) => setMenuOpen(e.currentTarget.open)}>
               <summary>Columns</summary>
-              <fieldset id={menuId}>
-                <legend className="sr-only">Columns of {caption}</legend>
-                {hideable.map((c) => (
-                  <label key={c.id} className="check">
-                    {/* Named "Show column X", so it never shares a name with a form's field X on the same page. */}
-                    <input type="checkbox" aria-label={`Show column ${headerText(c.columnDef)}`} checked={c.getIsVisible()} onChange={c.getToggleVisibilityHandler()} />
-                    {headerText(c.columnDef)}
-                  </label>
-                ))}
-                {hideable.some((c) => !c.getIsVisible()) && (
-                  <button type="button" className="small" onClick={() => table.resetColumnVisibility(true)}>
-                    Show all
-                  </button>
-                )}
-              </fieldset>
+              {menuOpen && (
+                <fieldset id={menuId}>
+                  <legend className="sr-only">Columns of {caption}</legend>
+                  {hideable.map((c) => (
+                    <label key={c.id} className="check">
+                      {/* Named "Show column X", so it never shares a name with a form's field X on the same page. */}
+                      <input type="checkbox" aria-label={`Show column ${headerText(c.columnDef)}`} checked={c.getIsVisible()} onChange={c.getToggleVisibilityHandler()} />
+                      {headerText(c.columnDef)}
+                    </label>
+                  ))}
+                  {hideable.some((c) => !c.getIsVisible()) && (
+                    <button type="button" className="small" onClick={() => table.resetColumnVisibility(true)}>
+                      Show all
+                    </button>
+                  )}
+                </fieldset>
+              )}
             </details>
           )}
         </div>

@@ -175,6 +175,11 @@ describe('DataTable', () => {
   ];
   const names = () => [...document.querySelectorAll('tbody tr td:first-child')].map((td) => td.textContent);
   const header = (name: string) => screen.getByRole('columnheader', { name });
+  const openColumns = () => {
+    const menu = screen.getByText('Columns').closest('details')!;
+    menu.open = true;
+    fireEvent(menu, new Event('toggle'));
+  };
 
   it('sorts by a column on its header button: ascending, descending, then back to the API order', () => {
     window.localStorage.clear();
@@ -219,6 +224,9 @@ describe('DataTable', () => {
     window.localStorage.clear();
     const headers = () => [...document.querySelectorAll('th[scope="col"]')].map((th) => th.textContent);
     const first = render(<DataTable caption="Hosts" data={hosts} columns={hostColumns} rowKey={(r) => r.id} />);
+    // Closed, the menu holds no checkbox (no second control named like a column on the page).
+    expect(screen.queryAllByRole('checkbox')).toHaveLength(0);
+    openColumns();
     expect(screen.queryByRole('checkbox', { name: 'Show column Name' })).toBeNull();
     fireEvent.click(screen.getByRole('checkbox', { name: 'Show column Site' }));
     fireEvent.click(screen.getByRole('checkbox', { name: 'Show column Tags' }));
@@ -236,6 +244,7 @@ describe('DataTable', () => {
 
     // Show all brings every column back and forgets the choice.
     render(<DataTable caption="Hosts" data={hosts} columns={hostColumns} rowKey={(r) => r.id} />);
+    openColumns();
     fireEvent.click(screen.getByRole('button', { name: 'Show all' }));
     expect(headers()).toEqual(['Name', 'Open ports', 'Site', 'Tags', 'Actions']);
     expect(window.localStorage.getItem('surveyor.columns.Hosts')).toBeNull();
