@@ -1,0 +1,159 @@
+import { describe, it } from 'vitest';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// A lab of real hosts for the daemon's tests: network namespaces joined by a bridge in this
+// (the root) namespace, each with IPv4 and IPv6 addresses and real services (test/fixtures/
+// lab-services.mjs), scanned from the root namespace through the bridge.
+
+const SERVICES = fileURLToPath(new URL('./fixtures/lab-services.mjs', import.meta.url));
+
+function ip(...args: string[]) {
+  execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/** Whether this machine lets the test build a lab (root, iproute2, `ip netns`); when not, why. */
+export function labSupport(): { ok: true } | { ok: false; why: string } {
+  if (process.platform !== 'linux') return { ok: false, why: `network namespaces are Linux only (this is ${process.platform})` };
+  if (process.getuid?.() !== 0) return { ok: false, why: 'building the lab needs root (ip netns add, ip link add)' };
+  const probe = `svprobe${randomBytes(3).toString('hex')}`;
+  try {
+    ip('netns', 'add', probe);
+    ip('netns', 'del', probe);
+    ip('link', 'add', probe, 'type', 'bridge');
+    ip('link', 'del', probe);
+    return { ok: true };
+  } catch (e) {
+    return { ok: false, why: `ip netns / ip link add is not permitted here: ${String((e as { stderr?: Buffer }).stderr ?? (e as Error).message).trim()}` };
+  }
+}
+
+export interface LabHost {
+  ns: string;
+  v4: string;
+  v6: string;
+  mac: string;
+}
+
+export interface Lab {
+  v4Cidr: string;
+  v6Cidr: string;
+  hosts: LabHost[];
+  /** Folder holding the lab's generated certificate and key. */
+  dir: string;
+  close(): void;
+}
+
+export interface LabHostSpec {
+  /** Services: `http:80`, `tls:443` (a certificate for `cn` is generated), `ssh:22`. */
+  services: string[];
+  cn?: string;
+}
+
+/**
+ * Builds the lab: a bridge with x.x.x.1 and ::1 here, and one namespace per spec at .2, .3, …
+ * (a /28 and a /124 of random private ranges, so labs of parallel test files never collide).
+ */
+export async function buildLab(specs: LabHostSpec[]): Promise<Lab> {
+  const id = randomBytes(3).toString('hex');
+  const bridge = `svbr${id}`;
+  const [a, b, c] = [...randomBytes(3)];
+  const v4net = `10.${200 + (a! % 50)}.${b}`;
+  const v6net = `fd5e:${a!.toString(16)}${b!.toString(16).padStart(2, '0')}:${c!.toString(16)}::`;
+  const dir = mkdtempSync(join(tmpdir(), 'surveyor-lab-'));
+  const procs: ChildProcess[] = [];
+  const namespaces: string[] = [];
+  const lab: Lab = {
+    v4Cidr: `${v4net}.0/28`,
+    v6Cidr: `${v6net}/124`,
+    hosts: [],
+    dir,
+    close() {
+      for (const p of procs) if (p.exitCode === null) p.kill('SIGKILL');
+      for (const ns of namespaces) {
+        try {
+          ip('netns', 'del', ns);
+        } catch {
+          // already gone
+        }
+      }
+      try {
+        ip('link', 'del', bridge);
+      } catch {
+        // already gone
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    ip('link', 'add', bridge, 'type', 'bridge');
+    execFileSync('sysctl', ['-qw', `net.ipv6.conf.${bridge}.accept_dad=0`]);
+    ip('addr', 'add', `${v4net}.1/28`, 'dev', bridge);
+    ip('addr', 'add', `${v6net}1/124`, 'dev', bridge, 'nodad');
+    ip('link', 'set', bridge, 'up');
+    for (const [i, spec] of specs.entries()) {
+      const ns = `sv${id}h${i}`;
+      const veth = `sv${id}v${i}`;
+      ip('netns', 'add', ns);
+      namespaces.push(ns);
+      ip('link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns);
+      ip('link', 'set', veth, 'master', bridge, 'up');
+      const inNs = (...args: string[]) => ip('-n', ns, ...args);
+      execFileSync('ip', ['netns', 'exec', ns, 'sysctl', '-qw', 'net.ipv6.conf.eth0.accept_dad=0']);
+      const v4 = `${v4net}.${i + 2}`;
+      const v6 = `${v6net}${(i + 2).toString(16)}`;
+      inNs('addr', 'add', `${v4}/28`, 'dev', 'eth0');
+      inNs('addr', 'add', `${v6}/124`, 'dev', 'eth0', 'nodad');
+      inNs('link', 'set', 'lo', 'up');
+      inNs('link', 'set', 'eth0', 'up');
+      const mac = (JSON.parse(execFileSync('ip', ['-n', ns, '-json', 'link', 'show', 'eth0'], { encoding: 'utf8' })) as { address: string }[])[0]!.address;
+      lab.hosts.push({ ns, v4, v6, mac });
+      if (spec.services.length === 0) continue;
+      const args = spec.services.map((s) => {
+        if (!s.startsWith('tls:')) return s;
+        const cert = join(dir, `${ns}.crt`);
+        const key = join(dir, `${ns}.key`);
+        execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '30', '-subj', `/CN=${spec.cn ?? `${ns}.lab.test`}/O=Surveyor Lab`], { stdio: 'ignore' });
+        return `${s}:${cert}:${key}`;
+      });
+      const p = spawn('ip', ['netns', 'exec', ns, process.execPath, SERVICES, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      procs.push(p);
+      await new Promise<void>((resolve, reject) => {
+        let err = '';
+        p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+        p.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+        p.once('exit', (code) => reject(new Error(`lab services in ${ns} exited with ${code}: ${err}`)));
+      });
+    }
+    return lab;
+  } catch (e) {
+    lab.close();
+    throw e;
+  }
+}
+
+/**
+ * `describe` for tests that need the lab. Where it cannot be built they are skipped, saying why;
+ * under CI (CI=true), which can build it, that is a failure instead.
+ */
+export function describeLab(name: string, body: () => void): void {
+  const support = labSupport();
+  if (support.ok) {
+    describe(name, body);
+    return;
+  }
+  if (process.env.CI === 'true') {
+    describe(name, () => {
+      it('builds the network-namespace lab', () => {
+        throw new Error(`CI must run the lab tests, but ${support.why}`);
+      });
+    });
+    return;
+  }
+  console.warn(`[lab] skipping "${name}": ${support.why}`);
+  describe.skip(name, body);
+}
