@@ -1,4 +1,5 @@
 import { gzipSync } from 'node:zlib';
+import { Agent, fetch } from 'undici';
 import type { z } from 'zod';
 import type { Logger } from './log.js';
 
@@ -63,6 +64,8 @@ const GZIP_FROM_BYTES = 1024;
 export class ServerClient {
   daemonId: string | undefined;
   gzip = true;
+  /** The daemon's own connection pool (keep-alive), closed with the daemon so no socket outlives it. */
+  private readonly agent = new Agent({ keepAliveTimeout: 30_000, connect: { timeout: 15_000 } });
 
   constructor(
     private readonly server: string,
@@ -70,7 +73,9 @@ export class ServerClient {
     private readonly log: Logger,
     private readonly stop: AbortSignal,
     private readonly userAgent = 'surveyor-daemon',
-  ) {}
+  ) {
+    stop.addEventListener('abort', () => void this.agent.destroy().catch(() => undefined), { once: true });
+  }
 
   async post<T extends z.ZodType>(path: string, body: unknown, opts: CallOptions<T>): Promise<z.output<T> | undefined> {
     const started = Date.now();
@@ -104,7 +109,7 @@ export class ServerClient {
       ...(compress ? { 'content-encoding': 'gzip' } : {}),
     };
     const signal = AbortSignal.any([this.stop, AbortSignal.timeout(opts.timeoutMs ?? 30_000)]);
-    const res = await fetch(`${this.server}${path}`, { method: 'POST', headers, body: compress ? gzipSync(json) : json, signal });
+    const res = await fetch(`${this.server}${path}`, { method: 'POST', headers, body: compress ? gzipSync(json) : json, signal, dispatcher: this.agent });
     const text = await res.text();
     if (res.status === 204) return undefined;
     let parsed: unknown;
