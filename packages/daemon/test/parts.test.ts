@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { backoffMs } from '../src/http.js';
+import { toCpe23 } from '../src/scan/cpe.js';
+import { nmapArgs, parseNmapXml, scriptExpression } from '../src/scan/nmap.js';
+import { topTcpPorts } from '../src/scan/ports.js';
+import { printable } from '../src/scan/probe.js';
+import { identify } from '../src/scan/signatures.js';
+import { networkOf, targetsOf } from '../src/scan/targets.js';
+
+describe('CPE 2.2 URIs (nmap) to CPE 2.3 formatted strings (NISTIR 7695)', () => {
+  it.each([
+    ['cpe:/a:openbsd:openssh:9.2p1', 'cpe:2.3:a:openbsd:openssh:9.2p1:*:*:*:*:*:*:*'],
+    ['cpe:/o:linux:linux_kernel', 'cpe:2.3:o:linux:linux_kernel:*:*:*:*:*:*:*:*'],
+    ['cpe:/a:apache:http_server:2.4.57', 'cpe:2.3:a:apache:http_server:2.4.57:*:*:*:*:*:*:*'],
+    ['cpe:/a:microsoft:internet_explorer:8.0.6001:beta', 'cpe:2.3:a:microsoft:internet_explorer:8.0.6001:beta:*:*:*:*:*:*'],
+    ['cpe:/a:hp:insight_diagnostics:7.4.0.1570::~~online~win2003~x64~', 'cpe:2.3:a:hp:insight_diagnostics:7.4.0.1570:*:*:*:online:win2003:x64:*'],
+    ['cpe:/a:foo%21bar:baz', 'cpe:2.3:a:foo\\!bar:baz:*:*:*:*:*:*:*:*'],
+    ['cpe:/a:Vendor:Product:1.0:-', 'cpe:2.3:a:vendor:product:1.0:-:*:*:*:*:*:*'],
+    ['cpe:/h:cisco:router:1.0 2', 'cpe:2.3:h:cisco:router:1.0\\ 2:*:*:*:*:*:*:*'],
+    ['cpe:2.3:a:openbsd:openssh:9.2p1:*:*:*:*:*:*:*', 'cpe:2.3:a:openbsd:openssh:9.2p1:*:*:*:*:*:*:*'],
+  ])('%s -> %s', (uri, fs) => expect(toCpe23(uri)).toBe(fs));
+
+  it.each(['', 'openssh', 'cpe:/x:a:b', 'cpe:/a:a:b:c:d:e:f:g', 'cpe:/a:a:b:%zz', 'cpe:/a:a:b:1::~bad~packing'])('refuses %j', (bad) => expect(toCpe23(bad)).toBeNull());
+});
+
+describe('nmap command line', () => {
+  it('builds --script only from the four categories, always excluding external and broadcast', () => {
+    expect(scriptExpression(['default'])).toBe('(default) and not (external or broadcast)');
+    expect(scriptExpression(['vuln', 'default', 'safe', 'version'])).toBe('(default or safe or version or vuln) and not (external or broadcast)');
+    // Names, paths and expressions from a job never reach nmap.
+    expect(scriptExpression(['http-title', '/tmp/evil.nse', 'all', 'default or external', 'external'])).toBeUndefined();
+    expect(scriptExpression([])).toBeUndefined();
+  });
+
+  it('runs without DNS, connect scan, version detection, XML to stdout, targets after --', () => {
+    const args = nmapArgs({ tcpPorts: [80, 443], udpPorts: [], scripts: ['safe', '--script=evil'], family: 6, targets: ['2001:db8::1'] });
+    expect(args).toEqual(['-n', '-Pn', '-sT', '-sV', '-6', '-T4', '--max-retries', '2', '--host-timeout', '15m', '--script', '(safe) and not (external or broadcast)', '--script-timeout', '2m', '-p', 'T:80,443', '-oX', '-', '--', '2001:db8::1']);
+    expect(nmapArgs({ tcpPorts: [22], udpPorts: [161], scripts: [], family: 4, targets: ['10.0.0.1'] })).toEqual(
+      expect.arrayContaining(['-sU', '-p', 'T:22,U:161']),
+    );
+  });
+
+  it('parses hosts, open ports, services with CPE 2.3 and script output from -oX', () => {
+    const xml = `<?xml version="1.0"?><nmaprun scanner="nmap" args="nmap -n -oX -"><host><status state="up"/><address addr="10.0.0.5" addrtype="ipv4"/><address addr="02:00:00:00:00:05" addrtype="mac" vendor="Acme"/><hostnames/>
+      <ports><extraports state="closed" count="98"/>
+      <port protocol="tcp" portid="22"><state state="open" reason="syn-ack"/><service name="ssh" product="OpenSSH" version="9.2p1 Debian 2+deb12u3" extrainfo="protocol 2.0" method="probed" conf="10"><cpe>cpe:/a:openbsd:openssh:9.2p1</cpe><cpe>cpe:/o:linux:linux_kernel</cpe></service></port>
+      <port protocol="tcp" portid="443"><state state="open"/><service name="http" tunnel="ssl" method="probed" conf="10"/><script id="http-title" output="lab &amp; co"/></port>
+      </ports></host></nmaprun>`;
+    const [h] = parseNmapXml(xml);
+    expect(h!.addresses).toEqual([{ addr: '10.0.0.5', type: 'ipv4' }, { addr: '02:00:00:00:00:05', type: 'mac', vendor: 'Acme' }]);
+    expect(h!.ports).toEqual([
+      { protocol: 'tcp', number: 22, state: 'open', scripts: [], service: { name: 'ssh', product: 'OpenSSH', version: '9.2p1 Debian 2+deb12u3', extrainfo: 'protocol 2.0', method: 'probed', confidence: 100, cpes: ['cpe:2.3:a:openbsd:openssh:9.2p1:*:*:*:*:*:*:*', 'cpe:2.3:o:linux:linux_kernel:*:*:*:*:*:*:*:*'] } },
+      { protocol: 'tcp', number: 443, state: 'open', scripts: [{ id: 'http-title', output: 'lab & co' }], service: { name: 'http', tunnel: 'ssl', method: 'probed', confidence: 100, cpes: [] } },
+    ]);
+    expect(parseNmapXml('<nmaprun/>')).toEqual([]);
+  });
+});
+
+describe('scan targets: cidr minus excludeCidrs', () => {
+  it('sweeps an IPv4 range without its network and broadcast addresses, minus exclusions', () => {
+    const t = targetsOf('192.0.2.0/29', ['192.0.2.4/31'], 1000);
+    expect(t.addresses).toEqual(['192.0.2.1', '192.0.2.2', '192.0.2.3', '192.0.2.6']);
+    expect(t.includes('192.0.2.5')).toBe(false);
+    expect(t.includes('192.0.2.6')).toBe(true);
+    expect(t.includes('192.0.2.8')).toBe(false);
+    expect(t.includes('2001:db8::1')).toBe(false);
+    expect(targetsOf('192.0.2.7/32', [], 10).addresses).toEqual(['192.0.2.7']);
+    expect(targetsOf('192.0.2.6/31', [], 10).addresses).toEqual(['192.0.2.6', '192.0.2.7']);
+  });
+
+  it('sweeps a small IPv6 range, and leaves a wide one to the neighbour table', () => {
+    const t = targetsOf('2001:db8::/126', ['2001:db8::2/128', '10.0.0.0/8'], 1000);
+    expect(t.addresses).toEqual(['2001:db8::1', '2001:db8::3']);
+    const wide = targetsOf('2001:db8::/64', [], 65536);
+    expect(wide.addresses).toBeNull();
+    expect(wide.includes('2001:db8::abcd')).toBe(true);
+    expect(wide.includes('2001:db8:0:1::1')).toBe(false);
+  });
+
+  it('names the network of an interface address', () => {
+    expect(networkOf('192.0.2.77', 24)).toBe('192.0.2.0/24');
+    expect(networkOf('2001:db8:1:2:3:4:5:6', 64)).toBe('2001:db8:1:2::/64');
+    expect(() => targetsOf('nonsense', [], 10)).toThrow('not a CIDR');
+  });
+});
+
+describe('ports, signatures, banners, backoff', () => {
+  it('ranks TCP ports as nmap does (most frequent first)', () => {
+    expect(topTcpPorts(5)).toEqual([80, 23, 443, 21, 22]);
+    expect(topTcpPorts(0)).toEqual([]);
+    const many = topTcpPorts(2000);
+    expect(new Set(many).size).toBe(2000);
+  });
+
+  it('identifies services from banners with CPE 2.3', () => {
+    expect(identify('SSH-2.0-OpenSSH_8.4p1 Debian-5\r\n', false)).toMatchObject({ name: 'ssh', product: 'OpenSSH', version: '8.4p1', cpe: 'cpe:2.3:a:openbsd:openssh:8.4p1:*:*:*:*:*:*:*' });
+    expect(identify('HTTP/1.1 200 OK\r\nServer: nginx/1.24.0\r\n\r\n', true)).toMatchObject({ name: 'https', product: 'nginx', version: '1.24.0', cpe: 'cpe:2.3:a:f5:nginx:1.24.0:*:*:*:*:*:*:*' });
+    expect(identify('HTTP/1.0 404 Not Found\r\n\r\n', false)).toMatchObject({ name: 'http', signatureId: 'core:http' });
+    expect(identify('220 mail.example.com ESMTP Postfix\r\n', false)).toMatchObject({ name: 'smtp' });
+    expect(identify('\x00\x01garbage', false)).toBeUndefined();
+    expect(printable(Buffer.from('SSH-2.0-x\x00\x1b[31m\r\n'))).toBe('SSH-2.0-x..[31m');
+  });
+
+  it('backs off exponentially with full jitter, capped', () => {
+    expect(backoffMs(0, 500, 30_000, () => 1)).toBe(500);
+    expect(backoffMs(3, 500, 30_000, () => 1)).toBe(4000);
+    expect(backoffMs(20, 500, 30_000, () => 1)).toBe(30_000);
+    expect(backoffMs(5, 500, 30_000, () => 0)).toBe(0);
+    expect(backoffMs(2, 500, 30_000, () => 0.5)).toBe(1000);
+  });
+});
