@@ -5,6 +5,7 @@ import type { DaemonConfig } from './config.js';
 import { ProblemError, ServerClient, StoppedError, backoffMs, sleep } from './http.js';
 import type { Logger } from './log.js';
 import { type Batch, ScanCancelled, runNetworkScan } from './scan/scanner.js';
+import { localFingerprint } from './scan/local.js';
 import { CORE_SIGNATURE_COUNT } from './scan/signatures.js';
 import { StateStore } from './state.js';
 import { daemonVersion, findExecutable, interfaceNetworks, osInfo } from './system.js';
@@ -41,6 +42,7 @@ export class Daemon {
   readonly capabilities: Capabilities;
   readonly nmapPath: string | null;
   private readonly stopper = new AbortController();
+  private readonly localFingerprint = localFingerprint();
   private readonly client: ServerClient;
   private readonly state: StateStore;
   private readonly problems = new Map<string, string>();
@@ -262,6 +264,7 @@ export class Daemon {
         log,
         signal: abort.signal,
         degrade: (reason) => this.problems.set('scan', reason),
+        localFingerprint: this.localFingerprint,
         send: (batch) => this.send(job, batch, abort),
       });
       log.info('scan completed', { hostsTotal: r.hostsTotal, openPorts: r.ports, durationMs: Date.now() - started });

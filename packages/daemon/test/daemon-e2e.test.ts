@@ -117,7 +117,8 @@ describeLab('the daemon against the real server, scanning the lab', () => {
     const done = await get(`/api/v1/scans/${sessionId}`);
     // The lab's two hosts and the bridge's own address (this machine).
     expect(done.progress).toMatchObject({ hostsTotal: 3, hostsScanned: 3, percent: 100 });
-    expect(logs.some((l) => l.msg === 'scan completed' && l.sessionId === sessionId)).toBe(true);
+    // The daemon logs once the server answered the final batch, which completed the session first.
+    await expect.poll(() => logs.some((l) => l.msg === 'scan completed' && l.sessionId === sessionId), WAIT).toBe(true);
 
     const hosts = (await get(`/api/v1/hosts?siteId=${siteId}&limit=50`)).data as Json[];
     const webHost = hosts.find((h) => h.addresses.includes(web!.v4))!;
@@ -130,6 +131,11 @@ describeLab('the daemon against the real server, scanning the lab', () => {
     const ssh = services.find((s) => s.port === 22)!;
     expect(ssh).toMatchObject({ name: 'ssh', product: 'OpenSSH', cpe: 'cpe:2.3:a:openbsd:openssh:9.2p1:*:*:*:*:*:*:*', signatureSource: 'nmap', banner: 'SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3' });
     expect(services.find((s) => s.port === 443)).toMatchObject({ name: 'https' });
+
+    // The daemon's own host (the bridge address is one of its): its routes, from `ip -json route`.
+    const self = hosts.find((h) => h.addresses.includes(lab.v4Cidr.replace('.0/28', '.1')))!;
+    const routes = await t.database.db.selectFrom('host_routes').select(['destination', 'interface']).where('host_id', '=', self.id).execute();
+    expect(routes).toContainEqual({ destination: lab.v4Cidr, interface: expect.stringMatching(/^svbr/) });
 
     const certs = (await get(`/api/v1/certificates?hostId=${webHost.id}`)).data as Json[];
     expect(certs).toHaveLength(1);

@@ -17,7 +17,7 @@ function job(cidr: string, opts: { nmap?: boolean; scripts?: ('default' | 'safe'
   };
 }
 
-async function scan(j: ReturnType<typeof job>, signal = new AbortController().signal, nmap: string | null = null) {
+async function scan(j: ReturnType<typeof job>, signal = new AbortController().signal, nmap: string | null = null, localFingerprint?: string) {
   const batches: Batch[] = [];
   const logs: string[] = [];
   const degraded: string[] = [];
@@ -28,6 +28,7 @@ async function scan(j: ReturnType<typeof job>, signal = new AbortController().si
     signal,
     send: async (b) => void batches.push(structuredClone(b)),
     degrade: (r) => void degraded.push(r),
+    ...(localFingerprint ? { localFingerprint } : {}),
   });
   return { batches, logs, degraded, result };
 }
@@ -82,6 +83,20 @@ describeLab('scanner on the lab', () => {
     expect(batches[0]!.ips!.every((i) => i.family === 6)).toBe(true);
     const ports = batches.flatMap((b) => b.ports ?? []).filter((p) => p.address === web!.v6).map((p) => p.number).sort((x, y) => x - y);
     expect(ports).toEqual([22, 80, 443]);
+  });
+
+  it("counts its own address in the range as the daemon host, and sends that host's interfaces and routes with the first batch", async () => {
+    const { batches } = await scan(job(lab.v4Cidr), undefined, null, 'machine:test');
+    const first = batches[0]!;
+    const bridgeAddress = lab.v4Cidr.replace('.0/28', '.1');
+    expect(first.ips!.find((i) => i.address === bridgeAddress)?.hostFingerprint).toBe('machine:test');
+    const self = first.hosts!.filter((h) => h.fingerprint === 'machine:test');
+    expect(self).toHaveLength(1);
+    const bridge = self[0]!.interfaces!.find((i) => i.addresses?.includes(bridgeAddress))!;
+    expect(bridge.name).toMatch(/^svbr/);
+    expect(first.routes).toContainEqual(expect.objectContaining({ fingerprint: 'machine:test', destination: lab.v4Cidr, interface: bridge.name }));
+    expect(first.routes).toContainEqual(expect.objectContaining({ fingerprint: 'machine:test', destination: lab.v6Cidr, interface: bridge.name }));
+    expect(first.stats.hostsTotal).toBe(4);
   });
 
   it('runs the real nmap when the job enables it: services with product, version and CPE 2.3', async () => {

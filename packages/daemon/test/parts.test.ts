@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { backoffMs } from '../src/http.js';
 import { toCpe23 } from '../src/scan/cpe.js';
+import { localFactsFrom } from '../src/scan/local.js';
 import { nmapArgs, parseNmapXml, scriptExpression } from '../src/scan/nmap.js';
 import { topTcpPorts } from '../src/scan/ports.js';
 import { printable } from '../src/scan/probe.js';
@@ -107,5 +108,47 @@ describe('ports, signatures, banners, backoff', () => {
     expect(backoffMs(20, 500, 30_000, () => 1)).toBe(30_000);
     expect(backoffMs(5, 500, 30_000, () => 0)).toBe(0);
     expect(backoffMs(2, 500, 30_000, () => 0.5)).toBe(1000);
+  });
+});
+
+describe("the daemon host's own facts from iproute2 JSON", () => {
+  it('reads interfaces, addresses, VLANs, LAG groups and routes', () => {
+    // Shapes as `ip -json -d addr show` and `ip -json route show` print them (iproute2 6.x).
+    const links = [
+      { ifname: 'lo', link_type: 'loopback', address: '00:00:00:00:00:00', addr_info: [{ family: 'inet', local: '127.0.0.1', prefixlen: 8, scope: 'host' }] },
+      { ifname: 'eno1', link_type: 'ether', address: '00:1B:21:0A:0B:0C', master: 'bond0', linkinfo: { info_slave_kind: 'bond' } },
+      { ifname: 'eno2', link_type: 'ether', address: '00:1b:21:0a:0b:0c', master: 'bond0', linkinfo: { info_slave_kind: 'bond' } },
+      { ifname: 'bond0', link_type: 'ether', address: '00:1b:21:0a:0b:0c', linkinfo: { info_kind: 'bond', info_data: { mode: '802.3ad' } }, addr_info: [{ family: 'inet', local: '10.1.0.5', prefixlen: 24, scope: 'global' }, { family: 'inet6', local: 'fe80::21b:21ff:fe0a:b0c', prefixlen: 64, scope: 'link' }] },
+      { ifname: 'bond0.42', link: 'bond0', link_type: 'ether', address: '00:1b:21:0a:0b:0c', linkinfo: { info_kind: 'vlan', info_data: { protocol: '802.1Q', id: 42 } }, addr_info: [{ family: 'inet6', local: '2001:DB8:42::5', prefixlen: 64, scope: 'global' }] },
+      { ifname: 'bond1', link_type: 'ether', address: '00:1b:21:0a:0b:0d', linkinfo: { info_kind: 'bond', info_data: { mode: 'active-backup' } } },
+    ];
+    const f = localFactsFrom('machine:x', links, [
+      { dst: 'default', gateway: '10.1.0.1', dev: 'bond0' },
+      { dst: '10.1.0.0/24', dev: 'bond0', metric: 100 },
+      { dst: '10.9.9.9', gateway: '10.1.0.2', dev: 'bond0' },
+      { dst: '10.255.0.0/16', type: 'blackhole' },
+    ], [{ dst: 'default', gateway: '2001:db8:42::1', dev: 'bond0.42', metric: 1024 }]);
+    expect(f.hosts).toEqual([{ fingerprint: 'machine:x', interfaces: [
+      { name: 'eno1', mac: '00:1b:21:0a:0b:0c' },
+      { name: 'eno2', mac: '00:1b:21:0a:0b:0c' },
+      { name: 'bond0', mac: '00:1b:21:0a:0b:0c', addresses: ['10.1.0.5'] },
+      { name: 'bond0.42', mac: '00:1b:21:0a:0b:0c', addresses: ['2001:db8:42::5'] },
+      { name: 'bond1', mac: '00:1b:21:0a:0b:0d' },
+    ] }]);
+    expect(f.ips).toEqual([
+      { hostFingerprint: 'machine:x', address: '10.1.0.5', family: 4, mac: '00:1b:21:0a:0b:0c' },
+      { hostFingerprint: 'machine:x', address: '2001:db8:42::5', family: 6, mac: '00:1b:21:0a:0b:0c' },
+    ]);
+    expect(f.vlans).toEqual([{ fingerprint: 'machine:x', vlanId: 42, name: 'bond0.42', tagged: ['bond0'] }]);
+    expect(f.lagGroups).toEqual([
+      { fingerprint: 'machine:x', name: 'bond0', protocol: 'lacp', members: ['eno1', 'eno2'] },
+      { fingerprint: 'machine:x', name: 'bond1', protocol: 'static', members: [] },
+    ]);
+    expect(f.routes).toEqual([
+      { fingerprint: 'machine:x', destination: '0.0.0.0/0', nextHop: '10.1.0.1', interface: 'bond0' },
+      { fingerprint: 'machine:x', destination: '10.1.0.0/24', interface: 'bond0', metric: 100 },
+      { fingerprint: 'machine:x', destination: '10.9.9.9/32', nextHop: '10.1.0.2', interface: 'bond0' },
+      { fingerprint: 'machine:x', destination: '::/0', nextHop: '2001:db8:42::1', interface: 'bond0.42', metric: 1024 },
+    ]);
   });
 });

@@ -4,6 +4,7 @@ import { networkInterfaces } from 'node:os';
 import type { z } from 'zod';
 import type { DaemonConfig } from '../config.js';
 import type { Logger } from '../log.js';
+import { readLocalFacts } from './local.js';
 import { type NmapHost, NmapError, nmapArgs, parseNmapXml, runNmap } from './nmap.js';
 import { type Neighbour, readNeighbours } from './neighbours.js';
 import { eachLimited } from './pool.js';
@@ -31,6 +32,11 @@ export interface ScanContext {
   send(batch: Batch): Promise<void>;
   /** Reports a part that failed without failing the scan (nmap crashed, fell back to the own scan). */
   degrade(reason: string): void;
+  /**
+   * The daemon host's own key: its addresses found in the range are that host, and the first
+   * batch carries its interfaces, VLANs, LAG groups and routes. Absent: local addresses are hosts like any other.
+   */
+  localFingerprint?: string;
 }
 
 interface LiveHost {
@@ -58,6 +64,7 @@ export async function runNetworkScan(job: Job, ctx: ScanContext): Promise<{ host
 
   const hosts = await discover(targets, ctx);
   checkCancel();
+  const local = ctx.localFingerprint ? await readLocalFacts(ctx.localFingerprint) : undefined;
   const tcpPorts = topTcpPorts(target.topPortsTcp);
   // UDP needs raw sockets: only nmap as root scans it.
   const udpPorts = ctx.nmap && target.nmap.enabled && process.getuid?.() === 0 ? topUdpPorts(target.topPortsUdp) : [];
@@ -67,10 +74,13 @@ export async function runNetworkScan(job: Job, ctx: ScanContext): Promise<{ host
   const stats = { hostsTotal: hosts.length, hostsScanned: 0, portsScanned: 0, durationMs: 0 };
   const stamp = () => ({ ...stats, durationMs: Date.now() - started });
   const family = targets.range.family;
+  const remote = hosts.filter((h) => h.fingerprint !== ctx.localFingerprint || !local);
+  const localIps = new Set(local?.ips.map((i) => i.address));
   await ctx.send({
     final: hosts.length === 0,
-    hosts: hosts.map((h) => ({ fingerprint: h.fingerprint, ...(h.mac ? { interfaces: [{ name: 'eth', mac: h.mac, addresses: [h.address] }] } : {}) })),
-    ips: hosts.map((h) => ({ hostFingerprint: h.fingerprint, address: h.address, family, ...(h.mac ? { mac: h.mac } : {}) })),
+    hosts: [...(local?.hosts ?? []), ...remote.map((h) => ({ fingerprint: h.fingerprint, ...(h.mac ? { interfaces: [{ name: 'eth', mac: h.mac, addresses: [h.address] }] } : {}) }))],
+    ips: [...(local?.ips ?? []), ...hosts.filter((h) => !localIps.has(h.address)).map((h) => ({ hostFingerprint: h.fingerprint, address: h.address, family, ...(h.mac ? { mac: h.mac } : {}) }))],
+    ...(local ? { vlans: local.vlans, lagGroups: local.lagGroups, routes: local.routes } : {}),
     stats: stamp(),
   });
 
@@ -103,6 +113,7 @@ async function discover(targets: Targets, ctx: ScanContext): Promise<LiveHost[]>
     ctx.log.info('range too wide to sweep; scanning the neighbour table\'s hosts in it', { candidates: candidates.length });
   }
   const alive = new Set<string>(local);
+  const localFingerprint = (address: string) => (local.has(address) ? ctx.localFingerprint : undefined);
   const perHost = DISCOVERY_PORTS.length;
   await eachLimited(
     candidates,
@@ -126,7 +137,7 @@ async function discover(targets: Targets, ctx: ScanContext): Promise<LiveHost[]>
     .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
     .map((address) => {
       const mac = macOf.get(address)?.mac;
-      return { address, ...(mac ? { mac } : {}), fingerprint: mac ? `mac:${mac}` : `ip:${address}` };
+      return { address, ...(mac ? { mac } : {}), fingerprint: localFingerprint(address) ?? (mac ? `mac:${mac}` : `ip:${address}`) };
     });
 }
 
