@@ -14,6 +14,8 @@ export interface DaemonConfig {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** The nmap executable: a path, or a name looked up on PATH; null disables nmap. */
   nmap: string | null;
+  /** LLDP/CDP neighbours from a running lldpd through lldpcli (its control socket: lldpd's default when absent); null: never asked. */
+  lldp: { lldpcli: string; socket?: string } | null;
   /** Extra networks reported at registration besides those of the host's interfaces. */
   networks: string[];
   scan: {
@@ -41,6 +43,7 @@ Options:
   --config FILE       JSON config file; command-line options win over it
   --state DIR         State folder keeping the daemon id (default: $STATE_DIRECTORY or /var/lib/surveyor-daemon)
   --nmap PATH         nmap executable (default: nmap on PATH); --no-nmap never runs it
+  --lldp-socket PATH  lldpd's control socket for lldpcli (default: lldpd's own); --no-lldp never asks lldpd
   --network CIDR      Also report this network at registration (repeatable)
   --log-level LEVEL   debug, info (default), warn or error; logs are JSON lines on stdout
   --once              Take one scan job, run it, exit (0 when it completed)
@@ -62,6 +65,7 @@ const FileConfig = z.strictObject({
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).optional(),
   nmap: z.union([z.string().min(1), z.literal(false)]).optional(),
   networks: z.array(CidrText).optional(),
+  lldp: z.union([z.literal(false), z.strictObject({ lldpcli: z.string().min(1).optional(), socket: z.string().min(1).optional() })]).optional(),
   scan: z
     .strictObject({
       concurrency: z.number().int().min(1).max(4096).optional(),
@@ -96,6 +100,8 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
         state: { type: 'string' },
         nmap: { type: 'string' },
         'no-nmap': { type: 'boolean' },
+        'lldp-socket': { type: 'string' },
+        'no-lldp': { type: 'boolean' },
         network: { type: 'string', multiple: true },
         'log-level': { type: 'string' },
         once: { type: 'boolean' },
@@ -156,6 +162,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
       stateDir: v.state ?? file.stateDir ?? env.STATE_DIRECTORY?.split(':')[0] ?? '/var/lib/surveyor-daemon',
       logLevel,
       nmap: v['no-nmap'] ? null : (v.nmap ?? (file.nmap === false ? null : (file.nmap ?? 'nmap'))),
+      lldp: lldpConfig(v['no-lldp'] === true, v['lldp-socket'], file.lldp),
       networks,
       scan: {
         concurrency: file.scan?.concurrency ?? 256,
@@ -165,4 +172,10 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
       },
     },
   };
+}
+
+function lldpConfig(off: boolean, socket: string | undefined, file: false | { lldpcli?: string; socket?: string } | undefined): DaemonConfig['lldp'] {
+  if (off || (file === false && !socket)) return null;
+  const sock = socket ?? (file ? file.socket : undefined);
+  return { lldpcli: (file ? file.lldpcli : undefined) ?? 'lldpcli', ...(sock ? { socket: sock } : {}) };
 }

@@ -5,6 +5,7 @@ import type { DaemonConfig } from './config.js';
 import { ProblemError, ServerClient, StoppedError, backoffMs, sleep } from './http.js';
 import type { Logger } from './log.js';
 import { type Batch, ScanCancelled, runNetworkScan } from './scan/scanner.js';
+import { lldpcli } from './scan/lldp.js';
 import { localFingerprint } from './scan/local.js';
 import { CORE_SIGNATURE_COUNT } from './scan/signatures.js';
 import { StateStore } from './state.js';
@@ -39,10 +40,11 @@ interface Running {
 export class Daemon {
   readonly bootId = randomUUID();
   readonly version = daemonVersion();
-  readonly capabilities: Capabilities;
+  capabilities: Capabilities;
   readonly nmapPath: string | null;
   private readonly stopper = new AbortController();
   private readonly localFingerprint = localFingerprint();
+  private lldp: { lldpcli: string; socket?: string } | undefined;
   private readonly client: ServerClient;
   private readonly state: StateStore;
   private readonly problems = new Map<string, string>();
@@ -65,7 +67,7 @@ export class Daemon {
     this.state = new StateStore(config.stateDir);
     this.nmapPath = config.nmap ? findExecutable(config.nmap) : null;
     if (config.nmap && config.nmap !== 'nmap' && !this.nmapPath) this.problems.set('nmap', `nmap not found at ${config.nmap}`);
-    // Truthful capabilities: nmap when an nmap is executable here; no flow collector or eBPF yet.
+    // Truthful capabilities: nmap when an nmap is executable here, lldp once lldpd answers (run()); no flow collector or eBPF yet.
     this.capabilities = { nmap: this.nmapPath !== null, netflow: false, ebpf: false, lldp: false, tcpConnect: true, tls: true };
   }
 
@@ -80,6 +82,7 @@ export class Daemon {
   /** Runs until stop() (or, with --once, until one scan ends). Resolves to the exit code. */
   async run(): Promise<number> {
     try {
+      await this.detectLldp();
       await this.register();
       await this.heartbeat();
       this.scheduleHeartbeat();
@@ -93,6 +96,17 @@ export class Daemon {
     } finally {
       this.stop();
     }
+  }
+
+  /** LLDP is a capability when lldpd answers lldpcli; a socket named in the config that does not answer is a problem. */
+  private async detectLldp(): Promise<void> {
+    const lldp = this.config.lldp;
+    if (!lldp) return;
+    const exe = findExecutable(lldp.lldpcli);
+    const ok = exe !== null && (await lldpcli(exe, lldp.socket, ['show', 'chassis']).then(() => true, () => false));
+    this.capabilities = { ...this.capabilities, lldp: ok };
+    if (ok) this.lldp = { lldpcli: exe!, ...(lldp.socket ? { socket: lldp.socket } : {}) };
+    else if (lldp.socket) this.problems.set('lldp', `lldpd does not answer on ${lldp.socket}`);
   }
 
   /** Stops: no further calls; a running scan is abandoned without its final batch (the server marks it stalled). */
@@ -265,6 +279,7 @@ export class Daemon {
         signal: abort.signal,
         degrade: (reason) => this.problems.set('scan', reason),
         localFingerprint: this.localFingerprint,
+        ...(this.lldp ? { lldp: this.lldp } : {}),
         send: (batch) => this.send(job, batch, abort),
       });
       log.info('scan completed', { hostsTotal: r.hostsTotal, openPorts: r.ports, durationMs: Date.now() - started });

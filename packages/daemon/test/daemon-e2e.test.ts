@@ -66,7 +66,7 @@ describeLab('the daemon against the real server, scanning the lab', () => {
   const nmapRunningOn = (address: string) => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.includes('nmap') && l.includes(address));
 
   beforeAll(async () => {
-    lab = await buildLab([{ services: ['http:80', 'tls:443', 'ssh:22'], cn: 'web.lab.test' }, { services: ['http:8080'] }]);
+    lab = await buildLab([{ services: ['http:80', 'tls:443', 'ssh:22'], cn: 'web.lab.test' }, { services: ['http:8080'] }], { lldp: true });
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     t = await buildTestApp({ env: { SERVICE_BASE_URL: url, SERVICE_DAEMON_HEARTBEAT_SECONDS: '5', SERVICE_DAEMON_POLL_TIMEOUT_SECONDS: '2' } });
@@ -84,7 +84,7 @@ describeLab('the daemon against the real server, scanning the lab', () => {
     const [cmd, ...args] = (enrol.json().command as string).split(' ');
     expect(cmd).toBe('surveyor-daemon');
     stateDir = mkdtempSync(join(tmpdir(), 'surveyor-daemon-state-'));
-    const cli = parseCommandLine([...args, '--name', 'lab-daemon', '--state', stateDir, '--log-level', 'debug'], {});
+    const cli = parseCommandLine([...args, '--name', 'lab-daemon', '--state', stateDir, '--log-level', 'debug', '--lldp-socket', lab.lldpSocket!], {});
     config = { ...cli.config!, scan: { ...cli.config!.scan, connectTimeoutMs: 1000 } };
     expect(config).toMatchObject({ server: url, site: 'lab' });
     start();
@@ -101,7 +101,7 @@ describeLab('the daemon against the real server, scanning the lab', () => {
   it('registers into its site with truthful capabilities, heartbeats online, and keeps its id in the state folder', async () => {
     await expect.poll(async () => (await daemonRow())?.status, WAIT).toBe('online');
     const row = await daemonRow();
-    expect(row).toMatchObject({ siteId, capabilities: { nmap: true, netflow: false, ebpf: false }, heartbeatIntervalSeconds: 5 });
+    expect(row).toMatchObject({ siteId, capabilities: { nmap: true, lldp: true, netflow: false, ebpf: false }, heartbeatIntervalSeconds: 5 });
     expect(row.networkCidrs).toContain(lab.v4Cidr);
     expect(row.networkCidrs).toContain(lab.v6Cidr);
     expect(JSON.parse(readFileSync(join(stateDir, 'state.json'), 'utf8'))).toMatchObject({ daemonId: row.id, name: 'lab-daemon' });
@@ -109,7 +109,7 @@ describeLab('the daemon against the real server, scanning the lab', () => {
   });
 
   let webHostId: string;
-  it('takes a scan posted to /api/v1/scans: the lab hosts, ports, services with CPEs and certificates appear in the inventory', async () => {
+  it('takes a scan posted to /api/v1/scans: the lab hosts, ports, services with CPEs, certificates, and the routes and LLDP neighbours of the daemon host appear in the inventory', async () => {
     const [web, alt] = lab.hosts;
     const networkId = await network(lab.v4Cidr, 20);
     const sessionId = await scan(networkId, { enabled: true, scripts: ['default'] });
@@ -136,6 +136,13 @@ describeLab('the daemon against the real server, scanning the lab', () => {
     const self = hosts.find((h) => h.addresses.includes(lab.v4Cidr.replace('.0/28', '.1')))!;
     const routes = await t.database.db.selectFrom('host_routes').select(['destination', 'interface']).where('host_id', '=', self.id).execute();
     expect(routes).toContainEqual({ destination: lab.v4Cidr, interface: expect.stringMatching(/^svbr/) });
+
+    // Its LLDP neighbours (lldpd on each lab host), resolved to the lab hosts by management address.
+    const topology = await get(`/api/v1/hosts/${self.id}/topology`);
+    expect(topology.sources.neighbours).toBe(true);
+    const neighbour = topology.neighbours.find((n: Json) => n.remoteSystemName === 'lab-h0');
+    expect(neighbour).toMatchObject({ remoteChassisId: web!.mac, managementAddress: web!.v4, hostId: webHost.id, protocol: 'lldp', localInterface: expect.stringMatching(/^sv/) });
+    expect(topology.neighbours.find((n: Json) => n.remoteSystemName === 'lab-h1')).toMatchObject({ managementAddress: alt!.v4 });
 
     const certs = (await get(`/api/v1/certificates?hostId=${webHost.id}`)).data as Json[];
     expect(certs).toHaveLength(1);

@@ -1,7 +1,7 @@
 import { describe, it } from 'vitest';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +40,8 @@ export interface LabHost {
 }
 
 export interface Lab {
+  /** lldpd's control socket in this (the daemon's) namespace, when built with `lldp`. */
+  lldpSocket?: string;
   v4Cidr: string;
   v6Cidr: string;
   hosts: LabHost[];
@@ -58,13 +60,14 @@ export interface LabHostSpec {
  * Builds the lab: a bridge with x.x.x.1 and ::1 here, and one namespace per spec at .2, .3, …
  * (a /28 and a /124 of random private ranges, so labs of parallel test files never collide).
  */
-export async function buildLab(specs: LabHostSpec[]): Promise<Lab> {
+export async function buildLab(specs: LabHostSpec[], opts: { lldp?: boolean } = {}): Promise<Lab> {
   const id = randomBytes(3).toString('hex');
   const bridge = `svbr${id}`;
   const [a, b, c] = [...randomBytes(3)];
   const v4net = `10.${200 + (a! % 50)}.${b}`;
   const v6net = `fd5e:${a!.toString(16)}${b!.toString(16).padStart(2, '0')}:${c!.toString(16)}::`;
   const dir = mkdtempSync(join(tmpdir(), 'surveyor-lab-'));
+  chmodSync(dir, 0o755); // lldpd's unprivileged half reaches its control socket here
   const procs: ChildProcess[] = [];
   const namespaces: string[] = [];
   const lab: Lab = {
@@ -73,7 +76,7 @@ export async function buildLab(specs: LabHostSpec[]): Promise<Lab> {
     hosts: [],
     dir,
     close() {
-      for (const p of procs) if (p.exitCode === null) p.kill('SIGKILL');
+      for (const p of procs) if (p.exitCode === null) p.kill('SIGTERM');
       for (const ns of namespaces) {
         try {
           ip('netns', 'del', ns);
@@ -112,6 +115,13 @@ export async function buildLab(specs: LabHostSpec[]): Promise<Lab> {
       inNs('link', 'set', 'eth0', 'up');
       const mac = (JSON.parse(execFileSync('ip', ['-n', ns, '-json', 'link', 'show', 'eth0'], { encoding: 'utf8' })) as { address: string }[])[0]!.address;
       lab.hosts.push({ ns, v4, v6, mac });
+      if (opts.lldp) {
+        // lldpd needs a control socket of its own in each namespace.
+        const socket = join(dir, `${ns}.lldpd.sock`);
+        procs.push(spawn('ip', ['netns', 'exec', ns, 'lldpd', '-d', '-u', socket, '-I', 'eth0', '-S', 'Surveyor lab host'], { stdio: 'ignore' }));
+        await lldpReady(socket);
+        for (const conf of [['system', 'hostname', `lab-h${i}`], ['system', 'ip', 'management', 'pattern', v4], ['lldp', 'tx-interval', '1']]) execFileSync('lldpcli', ['-u', socket, 'configure', ...conf]);
+      }
       if (spec.services.length === 0) continue;
       const args = spec.services.map((s) => {
         if (!s.startsWith('tls:')) return s;
@@ -128,6 +138,19 @@ export async function buildLab(specs: LabHostSpec[]): Promise<Lab> {
         p.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
         p.once('exit', (code) => reject(new Error(`lab services in ${ns} exited with ${code}: ${err}`)));
       });
+    }
+    if (opts.lldp) {
+      // And one here, on this side of each host's link, as the daemon's host runs it.
+      lab.lldpSocket = join(dir, 'lldpd.sock');
+      procs.push(spawn('lldpd', ['-d', '-u', lab.lldpSocket, '-I', `sv${id}v*`], { stdio: 'ignore' }));
+      await lldpReady(lab.lldpSocket);
+      execFileSync('lldpcli', ['-u', lab.lldpSocket, 'configure', 'lldp', 'tx-interval', '1']);
+      for (let i = 0; i < 100; i++) {
+        const seen = JSON.parse(execFileSync('lldpcli', ['-u', lab.lldpSocket, '-f', 'json', 'show', 'neighbors'], { encoding: 'utf8' })) as { lldp?: { interface?: unknown } };
+        const n = seen.lldp?.interface;
+        if ((Array.isArray(n) ? n.length : n ? Object.keys(n).length : 0) >= specs.length) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
     return lab;
   } catch (e) {
@@ -156,4 +179,16 @@ export function describeLab(name: string, body: () => void): void {
   }
   console.warn(`[lab] skipping "${name}": ${support.why}`);
   describe.skip(name, body);
+}
+
+async function lldpReady(socket: string) {
+  for (let i = 0; i < 100; i++) {
+    try {
+      execFileSync('lldpcli', ['-u', socket, 'show', 'chassis'], { stdio: 'ignore' });
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error(`lldpd did not come up on ${socket}`);
 }

@@ -4,6 +4,7 @@ import { networkInterfaces } from 'node:os';
 import type { z } from 'zod';
 import type { DaemonConfig } from '../config.js';
 import type { Logger } from '../log.js';
+import { readNeighbors } from './lldp.js';
 import { readLocalFacts } from './local.js';
 import { type NmapHost, NmapError, nmapArgs, parseNmapXml, runNmap } from './nmap.js';
 import { type Neighbour, readNeighbours } from './neighbours.js';
@@ -37,6 +38,8 @@ export interface ScanContext {
    * batch carries its interfaces, VLANs, LAG groups and routes. Absent: local addresses are hosts like any other.
    */
   localFingerprint?: string;
+  /** Where to read LLDP/CDP neighbours of the daemon host (sent with the first batch); absent: not read. */
+  lldp?: { lldpcli: string; socket?: string };
 }
 
 interface LiveHost {
@@ -65,6 +68,7 @@ export async function runNetworkScan(job: Job, ctx: ScanContext): Promise<{ host
   const hosts = await discover(targets, ctx);
   checkCancel();
   const local = ctx.localFingerprint ? await readLocalFacts(ctx.localFingerprint) : undefined;
+  const neighbors = ctx.localFingerprint && ctx.lldp ? await readNeighbors(ctx.lldp.lldpcli, ctx.lldp.socket, ctx.localFingerprint) : undefined;
   const tcpPorts = topTcpPorts(target.topPortsTcp);
   // UDP needs raw sockets: only nmap as root scans it.
   const udpPorts = ctx.nmap && target.nmap.enabled && process.getuid?.() === 0 ? topUdpPorts(target.topPortsUdp) : [];
@@ -81,6 +85,7 @@ export async function runNetworkScan(job: Job, ctx: ScanContext): Promise<{ host
     hosts: [...(local?.hosts ?? []), ...remote.map((h) => ({ fingerprint: h.fingerprint, ...(h.mac ? { interfaces: [{ name: 'eth', mac: h.mac, addresses: [h.address] }] } : {}) }))],
     ips: [...(local?.ips ?? []), ...hosts.filter((h) => !localIps.has(h.address)).map((h) => ({ hostFingerprint: h.fingerprint, address: h.address, family, ...(h.mac ? { mac: h.mac } : {}) }))],
     ...(local ? { vlans: local.vlans, lagGroups: local.lagGroups, routes: local.routes } : {}),
+    ...(neighbors ? { neighbors } : {}),
     stats: stamp(),
   });
 
