@@ -16,6 +16,8 @@ export interface DaemonConfig {
   nmap: string | null;
   /** LLDP/CDP neighbours from a running lldpd through lldpcli (its control socket: lldpd's default when absent); null: never asked. */
   lldp: { lldpcli: string; socket?: string } | null;
+  /** The NetFlow v9 / IPFIX collector: where it listens, its buffer size (buckets), how often it delivers; null: off. */
+  flows: { listen: string; maxBuckets: number; flushSeconds: number } | null;
   /** Extra networks reported at registration besides those of the host's interfaces. */
   networks: string[];
   scan: {
@@ -44,6 +46,7 @@ Options:
   --state DIR         State folder keeping the daemon id (default: $STATE_DIRECTORY or /var/lib/surveyor-daemon)
   --nmap PATH         nmap executable (default: nmap on PATH); --no-nmap never runs it
   --lldp-socket PATH  lldpd's control socket for lldpcli (default: lldpd's own); --no-lldp never asks lldpd
+  --flows HOST:PORT   Collect NetFlow v9 and IPFIX on this UDP address (for example 0.0.0.0:2055)
   --network CIDR      Also report this network at registration (repeatable)
   --log-level LEVEL   debug, info (default), warn or error; logs are JSON lines on stdout
   --once              Take one scan job, run it, exit (0 when it completed)
@@ -66,6 +69,13 @@ const FileConfig = z.strictObject({
   nmap: z.union([z.string().min(1), z.literal(false)]).optional(),
   networks: z.array(CidrText).optional(),
   lldp: z.union([z.literal(false), z.strictObject({ lldpcli: z.string().min(1).optional(), socket: z.string().min(1).optional() })]).optional(),
+  flows: z
+    .strictObject({
+      listen: z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[0-9.]+|):\d{1,5}$/, 'expected HOST:PORT, an IPv6 host in brackets'),
+      maxBuckets: z.number().int().min(1).max(200_000).optional(),
+      flushSeconds: z.number().int().min(1).max(3600).optional(),
+    })
+    .optional(),
   scan: z
     .strictObject({
       concurrency: z.number().int().min(1).max(4096).optional(),
@@ -101,6 +111,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
         nmap: { type: 'string' },
         'no-nmap': { type: 'boolean' },
         'lldp-socket': { type: 'string' },
+        flows: { type: 'string' },
         'no-lldp': { type: 'boolean' },
         network: { type: 'string', multiple: true },
         'log-level': { type: 'string' },
@@ -162,6 +173,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
       stateDir: v.state ?? file.stateDir ?? env.STATE_DIRECTORY?.split(':')[0] ?? '/var/lib/surveyor-daemon',
       logLevel,
       nmap: v['no-nmap'] ? null : (v.nmap ?? (file.nmap === false ? null : (file.nmap ?? 'nmap'))),
+      flows: flowsConfig(v.flows, file.flows),
       lldp: lldpConfig(v['no-lldp'] === true, v['lldp-socket'], file.lldp),
       networks,
       scan: {
@@ -178,4 +190,11 @@ function lldpConfig(off: boolean, socket: string | undefined, file: false | { ll
   if (off || (file === false && !socket)) return null;
   const sock = socket ?? (file ? file.socket : undefined);
   return { lldpcli: (file ? file.lldpcli : undefined) ?? 'lldpcli', ...(sock ? { socket: sock } : {}) };
+}
+
+function flowsConfig(listen: string | undefined, file: { listen: string; maxBuckets?: number; flushSeconds?: number } | undefined): DaemonConfig['flows'] {
+  const at = listen ?? file?.listen;
+  if (!at) return null;
+  if (!/^(\[[0-9a-fA-F:.]+\]|[0-9.]+|):\d{1,5}$/.test(at)) throw new ConfigError(`--flows must be HOST:PORT (an IPv6 host in brackets), got ${at}`);
+  return { listen: at, maxBuckets: file?.maxBuckets ?? 100_000, flushSeconds: file?.flushSeconds ?? 60 };
 }

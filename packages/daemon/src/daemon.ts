@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { HeartbeatResponse, NetworkJob, ObservationsResponse, PollResponse, RegisterResponse } from '@surveyor/contract';
+import { FlowsResponse, HeartbeatResponse, NetworkJob, ObservationsResponse, PollResponse, RegisterResponse } from '@surveyor/contract';
 import type { z } from 'zod';
 import type { DaemonConfig } from './config.js';
 import { ProblemError, ServerClient, StoppedError, backoffMs, sleep } from './http.js';
 import type { Logger } from './log.js';
 import { type Batch, ScanCancelled, runNetworkScan } from './scan/scanner.js';
+import { FlowBuffer, FlowCollector } from './flows/collector.js';
 import { lldpcli } from './scan/lldp.js';
 import { localFingerprint } from './scan/local.js';
 import { CORE_SIGNATURE_COUNT } from './scan/signatures.js';
@@ -45,6 +46,8 @@ export class Daemon {
   private readonly stopper = new AbortController();
   private readonly localFingerprint = localFingerprint();
   private lldp: { lldpcli: string; socket?: string } | undefined;
+  private collector: FlowCollector | undefined;
+  private flushTimer: NodeJS.Timeout | undefined;
   private readonly client: ServerClient;
   private readonly state: StateStore;
   private readonly problems = new Map<string, string>();
@@ -67,7 +70,7 @@ export class Daemon {
     this.state = new StateStore(config.stateDir);
     this.nmapPath = config.nmap ? findExecutable(config.nmap) : null;
     if (config.nmap && config.nmap !== 'nmap' && !this.nmapPath) this.problems.set('nmap', `nmap not found at ${config.nmap}`);
-    // Truthful capabilities: nmap when an nmap is executable here, lldp once lldpd answers (run()); no flow collector or eBPF yet.
+    // Truthful capabilities: nmap when an nmap is executable here; lldp once lldpd answers and netflow once the collector listens (run()); no eBPF.
     this.capabilities = { nmap: this.nmapPath !== null, netflow: false, ebpf: false, lldp: false, tcpConnect: true, tls: true };
   }
 
@@ -83,9 +86,11 @@ export class Daemon {
   async run(): Promise<number> {
     try {
       await this.detectLldp();
+      await this.startCollector();
       await this.register();
       await this.heartbeat();
       this.scheduleHeartbeat();
+      this.scheduleFlush();
       const scans = this.scanLoop();
       await Promise.all([this.pollLoop(), scans]);
       if (this.opts.once) return this.onceResult === 'completed' ? 0 : 1;
@@ -109,11 +114,50 @@ export class Daemon {
     else if (lldp.socket) this.problems.set('lldp', `lldpd does not answer on ${lldp.socket}`);
   }
 
+  /** The flow collector: `netflow` is a capability once it listens; a collector that cannot bind is a problem. */
+  private async startCollector(): Promise<void> {
+    const flows = this.config.flows;
+    if (!flows) return;
+    const collector = new FlowCollector(new FlowBuffer(flows.maxBuckets));
+    try {
+      const at = await collector.listen(flows.listen);
+      this.collector = collector;
+      this.capabilities = { ...this.capabilities, netflow: true };
+      this.log.info('flow collector listening (NetFlow v9, IPFIX)', at);
+    } catch (e) {
+      collector.close();
+      this.problems.set('flows', `flow collector cannot listen on ${flows.listen}: ${(e as Error).message}`);
+    }
+  }
+
+  private scheduleFlush(): void {
+    if (this.stopped || !this.collector || !this.config.flows) return;
+    this.flushTimer = setTimeout(() => void this.flushFlows().finally(() => this.scheduleFlush()), this.config.flows.flushSeconds * 1000);
+    this.flushTimer.unref?.();
+  }
+
+  /** Delivers the buffered buckets (and how many were dropped); a failed delivery goes back into the buffer. */
+  async flushFlows(): Promise<void> {
+    const collector = this.collector;
+    if (!collector) return;
+    const batch = collector.buffer.take();
+    if (batch.flows.length === 0 && batch.dropped === 0) return;
+    try {
+      const res = await this.client.post('/api/v1/daemon/flows', batch, { response: FlowsResponse, retryForMs: (this.config.flows?.flushSeconds ?? 60) * 1000, timeoutMs: 60_000 });
+      this.log.debug('flows delivered', { flows: batch.flows.length, dropped: batch.dropped, accepted: res?.accepted });
+    } catch (e) {
+      collector.buffer.restore(batch);
+      if (!(e instanceof StoppedError)) this.log.warn('flow delivery failed; kept for the next one', { flows: batch.flows.length, error: e instanceof ProblemError ? { status: e.status, code: e.code } : e });
+    }
+  }
+
   /** Stops: no further calls; a running scan is abandoned without its final batch (the server marks it stalled). */
   stop(): void {
     if (this.stopper.signal.aborted) return;
     this.stopper.abort();
     clearTimeout(this.heartbeatTimer);
+    clearTimeout(this.flushTimer);
+    this.collector?.close();
     if (this.running) {
       this.running.reason = 'stopping';
       this.running.abort.abort();

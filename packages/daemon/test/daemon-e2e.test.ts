@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,7 +10,7 @@ import { type SeededOrg, type TestApp, bearer, buildTestApp, login, seedMemberWi
 import { type DaemonConfig, parseCommandLine } from '../src/config.js';
 import { Daemon } from '../src/daemon.js';
 import { createLogger } from '../src/log.js';
-import { type Lab, buildLab, describeLab } from './lab.js';
+import { type Lab, buildLab, describeLab, fetchFrom, nmapRunningOn } from './lab.js';
 
 // The daemon end to end: the real server listening on a port, the daemon started with the command
 // line the console's enrolment hands out, scanning a lab of network namespaces through the protocol.
@@ -63,7 +62,6 @@ describeLab('the daemon against the real server, scanning the lab', () => {
     return res.json().id as string;
   };
   const stateOf = async (id: string) => (await get(`/api/v1/scans/${id}`)).state as string;
-  const nmapRunningOn = (address: string) => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.includes('nmap') && l.includes(address));
 
   beforeAll(async () => {
     lab = await buildLab([{ services: ['http:80', 'tls:443', 'ssh:22'], cn: 'web.lab.test' }, { services: ['http:8080'] }], { lldp: true });
@@ -85,7 +83,7 @@ describeLab('the daemon against the real server, scanning the lab', () => {
     expect(cmd).toBe('surveyor-daemon');
     stateDir = mkdtempSync(join(tmpdir(), 'surveyor-daemon-state-'));
     const cli = parseCommandLine([...args, '--name', 'lab-daemon', '--state', stateDir, '--log-level', 'debug', '--lldp-socket', lab.lldpSocket!], {});
-    config = { ...cli.config!, scan: { ...cli.config!.scan, connectTimeoutMs: 1000 } };
+    config = { ...cli.config!, scan: { ...cli.config!.scan, connectTimeoutMs: 1000 }, flows: { listen: '127.0.0.1:0', maxBuckets: 10_000, flushSeconds: 1 } };
     expect(config).toMatchObject({ server: url, site: 'lab' });
     start();
   });
@@ -101,7 +99,7 @@ describeLab('the daemon against the real server, scanning the lab', () => {
   it('registers into its site with truthful capabilities, heartbeats online, and keeps its id in the state folder', async () => {
     await expect.poll(async () => (await daemonRow())?.status, WAIT).toBe('online');
     const row = await daemonRow();
-    expect(row).toMatchObject({ siteId, capabilities: { nmap: true, lldp: true, netflow: false, ebpf: false }, heartbeatIntervalSeconds: 5 });
+    expect(row).toMatchObject({ siteId, capabilities: { nmap: true, lldp: true, netflow: true, ebpf: false }, heartbeatIntervalSeconds: 5 });
     expect(row.networkCidrs).toContain(lab.v4Cidr);
     expect(row.networkCidrs).toContain(lab.v6Cidr);
     expect(JSON.parse(readFileSync(join(stateDir, 'state.json'), 'utf8'))).toMatchObject({ daemonId: row.id, name: 'lab-daemon' });
@@ -148,6 +146,26 @@ describeLab('the daemon against the real server, scanning the lab', () => {
     expect(certs).toHaveLength(1);
     expect(certs[0]).toMatchObject({ port: 443, subject: 'CN=web.lab.test, O=Surveyor Lab', trustStatus: 'self_signed' });
   }, 180_000);
+
+  it('collects what softflowd exports from the bridge: the host topology of a lab host shows its callers', async () => {
+    const [web, alt] = lab.hosts;
+    const listening = logs.find((l) => l.msg === 'flow collector listening (NetFlow v9, IPFIX)')!;
+    await lab.exportFlows(`127.0.0.1:${listening.port}`, 9);
+    const altHost = (await get(`/api/v1/hosts?search=${alt!.v4}`)).data[0];
+    await expect
+      .poll(async () => {
+        await fetchFrom(alt!.ns, `http://${web!.v4}/`);
+        return (await get(`/api/v1/hosts/${webHostId}/topology`)).inbound.find((p: Json) => p.address === alt!.v4);
+      }, WAIT)
+      .toMatchObject({ hostId: altHost.id, ports: [80], protocols: ['tcp'] });
+    const topology = await get(`/api/v1/hosts/${webHostId}/topology`);
+    expect(topology.sources.flows).toBe(true);
+    // Conversations point client to server: the web host never shows the caller as a destination.
+    expect((await get(`/api/v1/hosts/${altHost.id}/topology`)).outbound.find((p: Json) => p.address === web!.v4)).toMatchObject({ hostId: webHostId, ports: [80] });
+    expect(topology.outbound.find((p: Json) => p.address === alt!.v4)).toBeUndefined();
+    const row = await daemonRow();
+    expect(row.flowsDropped).toBe(0);
+  }, 120_000);
 
   it('stops a running scan when it is cancelled, and takes the next job afterwards', async () => {
     const [web] = lab.hosts;

@@ -1,9 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { type Batch, runNetworkScan } from '../src/scan/scanner.js';
 import { findExecutable } from '../src/system.js';
-import { type Lab, buildLab, describeLab } from './lab.js';
+import { type Lab, buildLab, describeLab, nmapRunningOn } from './lab.js';
 
 // The daemon's scanner against real hosts: network namespaces with real services, real nmap.
 
@@ -121,7 +120,6 @@ describeLab('scanner on the lab', () => {
     const [web] = lab.hosts;
     const abort = new AbortController();
     const batches: Batch[] = [];
-    const nmapRunning = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.includes('nmap') && l.includes(web!.v4));
     const run = runNetworkScan(job(`${web!.v4}/32`, { nmap: true, scripts: ['default'], top: 100 }), {
       config: scanConfig,
       nmap: findExecutable('nmap'),
@@ -136,6 +134,6 @@ describeLab('scanner on the lab', () => {
     await expect(run).rejects.toThrow('cancelled');
     expect(batches).toHaveLength(1);
     expect(batches[0]!.final).toBe(false);
-    await expect.poll(nmapRunning).toBe(false);
+    await expect.poll(() => nmapRunningOn(web!.v4)).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, it } from 'vitest';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 // lab-services.mjs), scanned from the root namespace through the bridge.
 
 const SERVICES = fileURLToPath(new URL('./fixtures/lab-services.mjs', import.meta.url));
+const PCAP_SHIM = fileURLToPath(new URL('./fixtures/pcap-immediate.c', import.meta.url));
 
 function ip(...args: string[]) {
   execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -40,6 +41,8 @@ export interface LabHost {
 }
 
 export interface Lab {
+  /** Starts softflowd on the bridge, exporting to `collector` (host:port) as NetFlow v9 or IPFIX. */
+  exportFlows(collector: string, version: 9 | 10): Promise<void>;
   /** lldpd's control socket in this (the daemon's) namespace, when built with `lldp`. */
   lldpSocket?: string;
   v4Cidr: string;
@@ -68,13 +71,23 @@ export async function buildLab(specs: LabHostSpec[], opts: { lldp?: boolean } = 
   const v6net = `fd5e:${a!.toString(16)}${b!.toString(16).padStart(2, '0')}:${c!.toString(16)}::`;
   const dir = mkdtempSync(join(tmpdir(), 'surveyor-lab-'));
   chmodSync(dir, 0o755); // lldpd's unprivileged half reaches its control socket here
-  const procs: ChildProcess[] = [];
   const namespaces: string[] = [];
+  const procs: ChildProcess[] = [];
   const lab: Lab = {
     v4Cidr: `${v4net}.0/28`,
     v6Cidr: `${v6net}/124`,
     hosts: [],
     dir,
+    async exportFlows(collector, version) {
+      const shim = join(dir, 'pcap-immediate.so');
+      execFileSync('gcc', ['-shared', '-fPIC', '-o', shim, PCAP_SHIM, '-ldl']);
+      const p = spawn('softflowd', ['-d', '-i', bridge, '-n', collector, '-v', String(version), '-6', '-p', join(dir, `softflowd${version}.pid`), '-c', join(dir, `softflowd${version}.ctl`), '-t', 'maxlife=1', '-t', 'expint=1', '-t', 'general=1', '-t', 'tcp=1', '-t', 'tcp.fin=1', '-t', 'tcp.rst=1', '-t', 'udp=1', '-t', 'icmp=1'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LD_PRELOAD: shim } });
+      procs.push(p);
+      let err = '';
+      p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+      await new Promise((r) => setTimeout(r, 300));
+      if (p.exitCode !== null) throw new Error(`softflowd exited with ${p.exitCode}: ${err}`);
+    },
     close() {
       for (const p of procs) if (p.exitCode === null) p.kill('SIGTERM');
       for (const ns of namespaces) {
@@ -191,4 +204,15 @@ async function lldpReady(socket: string) {
     }
   }
   throw new Error(`lldpd did not come up on ${socket}`);
+}
+
+/** An HTTP GET run inside a lab host's namespace (real traffic across the bridge). */
+export function fetchFrom(ns: string, url: string): Promise<void> {
+  const script = `require('http').get(${JSON.stringify(url)}, (r) => { r.resume(); r.on('end', () => process.exit(0)); }).on('error', (e) => { console.error(e.message); process.exit(1); })`;
+  return new Promise((resolve, reject) => execFile('ip', ['netns', 'exec', ns, process.execPath, '-e', script], (err) => (err ? reject(err) : resolve())));
+}
+
+/** Whether an nmap process is running against `address` (seen in the process list). */
+export function nmapRunningOn(address: string): boolean {
+  return execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.includes('nmap') && l.includes(address));
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { backoffMs } from '../src/http.js';
+import { FlowBuffer, orient } from '../src/flows/collector.js';
 import { toCpe23 } from '../src/scan/cpe.js';
 import { localFactsFrom } from '../src/scan/local.js';
 import { nmapArgs, parseNmapXml, scriptExpression } from '../src/scan/nmap.js';
@@ -150,5 +151,37 @@ describe("the daemon host's own facts from iproute2 JSON", () => {
       { fingerprint: 'machine:x', destination: '10.9.9.9/32', nextHop: '10.1.0.2', interface: 'bond0' },
       { fingerprint: 'machine:x', destination: '::/0', nextHop: '2001:db8:42::1', interface: 'bond0.42', metric: 1024 },
     ]);
+  });
+});
+
+describe('the flow buffer', () => {
+  const flow = (srcIp: string, srcPort: number, dstIp: string, dstPort: number, extra: Partial<{ startMs: number; packets: number; bytes: number; protocol: number }> = {}) => ({
+    srcIp, srcPort, dstIp, dstPort, protocol: 6, packets: 1, bytes: 100, startMs: Date.parse('2026-11-25T06:00:30Z'), source: 'netflow9' as const, ...extra,
+  });
+
+  it('points a conversation client to server (the lower port is the service)', () => {
+    expect(orient(flow('10.0.0.2', 51000, '10.0.0.1', 443))).toEqual({ client: '10.0.0.2', server: '10.0.0.1', port: 443 });
+    expect(orient(flow('10.0.0.1', 443, '10.0.0.2', 51000))).toEqual({ client: '10.0.0.2', server: '10.0.0.1', port: 443 });
+    expect(orient(flow('10.0.0.9', 0, '10.0.0.1', 0, { protocol: 1 }))).toEqual({ client: '10.0.0.1', server: '10.0.0.9', port: 0 });
+  });
+
+  it('folds replies into requests per minute, and counts what does not fit as dropped until a delivery takes it', () => {
+    const b = new FlowBuffer(2);
+    b.add(flow('10.0.0.2', 51000, '10.0.0.1', 443, { packets: 3, bytes: 300 }));
+    b.add(flow('10.0.0.1', 443, '10.0.0.2', 51000, { packets: 2, bytes: 5000 }));
+    b.add(flow('10.0.0.2', 51001, '10.0.0.1', 443, { startMs: Date.parse('2026-11-25T06:01:10Z') }));
+    b.add(flow('10.0.0.3', 51000, '10.0.0.1', 22)); // a third bucket: no room
+    expect(b.size).toBe(2);
+    const out = b.take();
+    expect(out.dropped).toBe(1);
+    expect(out.flows).toEqual([
+      { bucketStart: '2026-11-25T06:00:00.000Z', srcIp: '10.0.0.2', dstIp: '10.0.0.1', dstPort: 443, protocol: 'tcp', packets: 5, bytes: 5300, source: 'netflow9' },
+      { bucketStart: '2026-11-25T06:01:00.000Z', srcIp: '10.0.0.2', dstIp: '10.0.0.1', dstPort: 443, protocol: 'tcp', packets: 1, bytes: 100, source: 'netflow9' },
+    ]);
+    expect(b.take()).toEqual({ flows: [], dropped: 0 });
+    // A failed delivery goes back, merged with what came meanwhile.
+    b.add(flow('10.0.0.2', 51002, '10.0.0.1', 443, { packets: 1, bytes: 1 }));
+    b.restore(out);
+    expect(b.take()).toMatchObject({ dropped: 1, flows: [{ packets: 6, bytes: 5301 }, { packets: 1 }] });
   });
 });
