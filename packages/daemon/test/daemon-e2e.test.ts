@@ -1,7 +1,9 @@
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { jobDefinitions } from '../../server/src/main.js';
 import { JobRunner } from '../../server/src/jobs/runner.js';
@@ -16,6 +18,7 @@ import { type Lab, buildLab, describeLab, fetchFrom, nmapRunningOn } from './lab
 // line the console's enrolment hands out, scanning a lab of network namespaces through the protocol.
 
 const WAIT = { timeout: 120_000, interval: 250 };
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 type Json = Record<string, any>;
 
 function freePort(): Promise<number> {
@@ -36,6 +39,7 @@ describeLab('the daemon against the real server, scanning the lab', () => {
   let siteId: string;
   let config: DaemonConfig;
   let stateDir: string;
+  let daemonArgs: string[];
   const logs: Json[] = [];
   let daemon: Daemon;
   let running: Promise<number>;
@@ -82,7 +86,8 @@ describeLab('the daemon against the real server, scanning the lab', () => {
     const [cmd, ...args] = (enrol.json().command as string).split(' ');
     expect(cmd).toBe('surveyor-daemon');
     stateDir = mkdtempSync(join(tmpdir(), 'surveyor-daemon-state-'));
-    const cli = parseCommandLine([...args, '--name', 'lab-daemon', '--state', stateDir, '--log-level', 'debug', '--lldp-socket', lab.lldpSocket!], {});
+    daemonArgs = [...args, '--name', 'lab-daemon', '--state', stateDir, '--log-level', 'debug', '--lldp-socket', lab.lldpSocket!];
+    const cli = parseCommandLine(daemonArgs, {});
     config = { ...cli.config!, scan: { ...cli.config!.scan, connectTimeoutMs: 1000 }, flows: { listen: '127.0.0.1:0', maxBuckets: 10_000, flushSeconds: 1 } };
     expect(config).toMatchObject({ server: url, site: 'lab' });
     start();
@@ -186,13 +191,27 @@ describeLab('the daemon against the real server, scanning the lab', () => {
     expect((await get(`/api/v1/scans/${next}`)).progress).toMatchObject({ hostsTotal: 1, hostsScanned: 1 });
   }, 240_000);
 
-  it('killed mid-scan: the session is marked stalled, and what the last completed scan found is not taken away', async () => {
+  it('killed with SIGKILL mid-scan (the command, same name and state folder): the session is marked stalled, and what the last completed scan found is not taken away', async () => {
+    // The in-process daemon makes way for the command; with its name and state folder it is the same daemon.
+    daemon.stop();
+    expect(await running).toBe(0);
+    const before = await daemonRow();
+    execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'packages/contract', 'packages/daemon'], { cwd: ROOT });
+    const child = spawn(process.execPath, [join(ROOT, 'packages/daemon/bin/surveyor-daemon.js'), ...daemonArgs], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise((r) => child.once('exit', (_code, signal) => r(signal)));
+    await expect.poll(async () => (await daemonRow())?.restartCount, WAIT).toBe(before.restartCount + 1);
+    expect((await daemonRow()).id).toBe(before.id);
+
     const networkId = (await get(`/api/v1/networks?siteId=${siteId}`)).data.find((n: Json) => n.cidr === lab.v4Cidr).id;
     const sessionId = await scan(networkId, { enabled: true, scripts: ['default'] });
     await expect.poll(() => stateOf(sessionId), WAIT).toBe('running');
-    daemon.stop();
-    expect(await running).toBe(0);
-    expect(logs.some((l) => l.msg === 'scan abandoned: the daemon is stopping' && l.sessionId === sessionId)).toBe(true);
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+    expect(out).toContain(`"msg":"scan started","sessionId":"${sessionId}"`);
+    // Its nmap, orphaned, ends on its own (systemd's control group would end it with the daemon).
+    await expect.poll(() => nmapRunningOn(lab.hosts[0]!.v4), WAIT).toBe(false);
 
     // scan.stall, a minute later: the daemon has not heartbeated for 3 × 5 s.
     const runner = new JobRunner({ database: t.database, logger: serverLogger('silent'), jobs: jobDefinitions({ config: t.config, secretKey: t.secretKey }), now: () => new Date(Date.now() + 60_000) });
