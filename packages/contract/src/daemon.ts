@@ -34,6 +34,12 @@ export const RegisterResponse = z.object({
 export const HeartbeatRequest = z.object({
   status: Text.max(50).describe('`online` or `degraded`; any other value is recorded as `degraded`.'),
   loadedSignatures: z.record(Text, z.number().int().min(0)).default({}).describe('Counts of loaded signatures, for example `{ core, custom }`.'),
+  reason: Text.max(500)
+    .optional()
+    .describe(
+      'Why the daemon is degraded (which part failed), at most 500 characters; shown in the console until the daemon heartbeats `online`. ' +
+        'Ignored with `online`: an online daemon has no reason, and its heartbeat clears the one recorded before.',
+    ),
 });
 
 /** A daemon as the console lists it (internal). */
@@ -42,6 +48,7 @@ export const DaemonSummary = z.object({
   name: z.string(),
   siteId: Uuid.nullable(),
   status: DaemonStatus,
+  reason: z.string().nullable().describe('Why the daemon is degraded, from its last heartbeat; null while online or when it gave none.'),
   version: z.string(),
   os: z.string(),
   arch: z.string(),

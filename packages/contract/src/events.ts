@@ -42,8 +42,8 @@ export const eventKindInfo = {
   'daemon.online': {
     subject: 'daemon',
     severity: 'info',
-    description: 'A daemon announced offline heartbeated again (the quiet episode ends).',
-    data: z.looseObject({ name: z.string(), status: z.string(), offlineSince: NullableTimestamp, lastHeartbeatAt: NullableTimestamp, quietSeconds: z.number().nullable() }),
+    description: 'A daemon announced offline heartbeated again (the quiet episode ends); `reason` says why when it came back `degraded`.',
+    data: z.looseObject({ name: z.string(), status: z.string(), reason: z.string().nullable().optional(), offlineSince: NullableTimestamp, lastHeartbeatAt: NullableTimestamp, quietSeconds: z.number().nullable() }),
   },
   'scan.completed': {
     subject: 'scan_session',

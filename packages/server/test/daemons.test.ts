@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { daemonHeaders, daemonKey, heartbeat, poll, register } from './daemon-client.js';
-import { type SeededOrg, type TestApp, bearer, buildTestApp, createTestDatabase, seedMemberWithKey, seedOrg, type TestDatabase } from './helpers.js';
+import { type SeededOrg, type TestApp, bearer, buildTestApp, createTestDatabase, login, seedMemberWithKey, seedOrg, type TestDatabase } from './helpers.js';
+import { markQuietDaemonsOffline } from '../src/daemons/daemons.repo.js';
 import { addSite } from './fixtures.js';
 
 
@@ -84,6 +85,56 @@ describe('daemon registration and heartbeat (spec 3.3, 4.4)', () => {
     expect((await heartbeat(t.app, token, id, 'degraded')).status).toBe('degraded');
     expect((await heartbeat(t.app, token, id, 'on fire')).status).toBe('degraded');
     expect((await heartbeat(t.app, token, id, 'online')).status).toBe('online');
+  });
+
+  it('keeps the reason of a degraded heartbeat, lists it to the console, ignores it with online and clears it on the next online heartbeat (issue #16)', async () => {
+    const id = await register(t.app, token, { name: 'reasoned' });
+    const beat = (payload: Record<string, unknown>) => t.app.inject({ method: 'POST', url: '/api/v1/daemon/heartbeat', headers: daemonHeaders(token, id), payload });
+    const viewer = await seedMemberWithKey(t.database, org, 'viewer', ['inventory:read']);
+    const session = await login(t.app, viewer.email);
+    const listed = async () => {
+      const res = await t.app.inject({ method: 'GET', url: '/api/v1/daemons', headers: { cookie: session.cookie } });
+      expect(res.statusCode, res.body).toBe(200);
+      return (res.json().data as { id: string; status: string; reason: string | null }[]).find((d) => d.id === id);
+    };
+    expect(await listed()).toMatchObject({ status: 'pending', reason: null });
+    const reason = 'flow collector: cannot bind 0.0.0.0:2055 (address in use)';
+    expect((await beat({ status: 'degraded', reason: `  ${reason} ` })).json().status).toBe('degraded');
+    expect(await listed()).toMatchObject({ status: 'degraded', reason });
+    // Any status but online is degraded, and its reason kept; a blank reason is none.
+    await beat({ status: 'maintenance', reason: 'disk full' });
+    expect(await listed()).toMatchObject({ status: 'degraded', reason: 'disk full' });
+    await beat({ status: 'degraded', reason: '   ' });
+    expect(await listed()).toMatchObject({ status: 'degraded', reason: null });
+    await beat({ status: 'degraded', reason });
+    // Online clears it; a reason sent with online is ignored (an online daemon has none).
+    expect((await beat({ status: 'online' })).statusCode).toBe(200);
+    expect(await listed()).toMatchObject({ status: 'online', reason: null });
+    await beat({ status: 'online', reason: 'left over' });
+    expect(await listed()).toMatchObject({ status: 'online', reason: null });
+    expect((await t.database.db.selectFrom('daemons').select('status_reason').where('id', '=', id).executeTakeFirstOrThrow()).status_reason).toBeNull();
+
+    // Refused, nothing recorded: a reason over 500 characters, and one that is not well-formed text.
+    await beat({ status: 'degraded', reason: 'x'.repeat(500) });
+    expect((await listed())!.reason).toHaveLength(500);
+    for (const bad of ['x'.repeat(501), 'nmap \ud800 missing']) {
+      const res = await beat({ status: 'degraded', reason: bad });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json().code).toBe('validation_failed');
+      expect(res.json().issues.map((i: { path: string }) => i.path)).toEqual(['body.reason']);
+    }
+    expect((await listed())!.reason).toHaveLength(500);
+  });
+
+  it('carries the reason in daemon.online when a daemon announced offline comes back degraded', async () => {
+    const id = await register(t.app, token, { name: 'back-degraded' });
+    await heartbeat(t.app, token, id, 'online');
+    await sql`update daemons set last_heartbeat_at = now() - interval '1 hour' where id = ${id}`.execute(t.database.db);
+    expect(await markQuietDaemonsOffline(t.database.db, new Date())).toContainEqual({ organisation_id: org.organisationId, id });
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/heartbeat', headers: daemonHeaders(token, id), payload: { status: 'degraded', reason: 'eBPF probe failed to load' } });
+    expect(res.statusCode, res.body).toBe(200);
+    const events = await t.database.db.selectFrom('events').select('data').where('kind', '=', 'daemon.online').where('subject_id', '=', id).execute();
+    expect(events.map((e) => e.data)).toEqual([expect.objectContaining({ name: 'back-degraded', status: 'degraded', reason: 'eBPF probe failed to load' })]);
   });
 
   it('refuses an X-Daemon-ID that is not the caller\'s own daemon: another key\'s or another organisation\'s is 404', async () => {

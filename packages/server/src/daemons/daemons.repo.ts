@@ -71,12 +71,12 @@ export async function updateDaemon(db: Kysely<DB>, organisationId: string, id: s
  * Records a heartbeat. A daemon that was announced offline (`daemon.offline`) is back: the same
  * statement clears its quiet episode and appends `daemon.online`.
  */
-export async function recordHeartbeat(db: Kysely<DB>, organisationId: string, id: string, status: 'online' | 'degraded', loadedSignatures: Record<string, number>, intervalSeconds: number) {
+export async function recordHeartbeat(db: Kysely<DB>, organisationId: string, id: string, status: 'online' | 'degraded', reason: string | null, loadedSignatures: Record<string, number>, intervalSeconds: number) {
   await sql`
     with prev as (
       select id, name, status, offline_since, last_heartbeat_at from daemons where organisation_id = ${organisationId} and id = ${id} for update
     ), updated as (
-      update daemons d set status = ${status}, loaded_signatures = ${JSON.stringify(loadedSignatures)}::jsonb, heartbeat_interval_seconds = ${intervalSeconds},
+      update daemons d set status = ${status}, status_reason = ${reason}, loaded_signatures = ${JSON.stringify(loadedSignatures)}::jsonb, heartbeat_interval_seconds = ${intervalSeconds},
         last_heartbeat_at = now(), last_seen_at = now(), updated_at = now(), offline_since = null
       from prev where d.organisation_id = ${organisationId} and d.id = prev.id
     ), logged as (
@@ -89,7 +89,7 @@ export async function recordHeartbeat(db: Kysely<DB>, organisationId: string, id
       organisationId: sql`${organisationId}::uuid`,
       subjectId: sql`prev.id`,
       data: {
-        name: sql`prev.name`, status: sql`${status}::text`, offlineSince: sql`prev.offline_since`, lastHeartbeatAt: sql`prev.last_heartbeat_at`,
+        name: sql`prev.name`, status: sql`${status}::text`, reason: sql`${reason}::text`, offlineSince: sql`prev.offline_since`, lastHeartbeatAt: sql`prev.last_heartbeat_at`,
         quietSeconds: sql`round(extract(epoch from now() - coalesce(prev.last_heartbeat_at, prev.offline_since)))`,
       },
     })}`.execute(db);
@@ -126,9 +126,9 @@ export async function markQuietDaemonsOffline(db: Kysely<DB>, at: Date): Promise
 export async function listDaemons(db: Kysely<DB>, organisationId: string, id?: string) {
   const r = await sql<{
     id: string; name: string; site_id: string | null; status: string; version: string; os: string; arch: string; capabilities: Record<string, boolean>;
-    network_cidrs: string[]; last_heartbeat_at: Date | null; quiet: number; heartbeat_interval_seconds: number; flows_dropped: number; restart_count: number; registered_at: Date;
+    status_reason: string | null; network_cidrs: string[]; last_heartbeat_at: Date | null; quiet: number; heartbeat_interval_seconds: number; flows_dropped: number; restart_count: number; registered_at: Date;
   }>`
-    select id, name, site_id, status, version, os, arch, capabilities, network_cidrs::text[] as network_cidrs, last_heartbeat_at,
+    select id, name, site_id, status, status_reason, version, os, arch, capabilities, network_cidrs::text[] as network_cidrs, last_heartbeat_at,
            extract(epoch from now() - coalesce(last_heartbeat_at, registered_at))::float8 as quiet, heartbeat_interval_seconds, flows_dropped, restart_count, registered_at
     from daemons where organisation_id = ${organisationId} ${id === undefined ? sql`` : sql`and id = ${id}`}
     order by coalesce(last_heartbeat_at, registered_at), name`.execute(db);

@@ -54,7 +54,9 @@ export async function register(db: Kysely<DB>, p: DaemonPrincipal, input: z.outp
 export async function heartbeat(db: Kysely<DB>, p: DaemonPrincipal, input: z.output<typeof HeartbeatRequest>, intervalSeconds: number) {
   const daemon = await ownDaemon(db, p);
   const status = input.status === 'online' ? 'online' : 'degraded';
-  await repo.recordHeartbeat(db, p.organisationId, daemon.id, status, input.loadedSignatures, intervalSeconds);
+  // A reason belongs to `degraded` only: an online heartbeat clears the one recorded before.
+  const reason = status === 'degraded' && input.reason?.trim() ? input.reason.trim() : null;
+  await repo.recordHeartbeat(db, p.organisationId, daemon.id, status, reason, input.loadedSignatures, intervalSeconds);
   return { status, serverTime: new Date().toISOString() } as const;
 }
 
@@ -75,6 +77,7 @@ function summary(d: Awaited<ReturnType<typeof repo.listDaemons>>[number]) {
     name: d.name,
     siteId: d.site_id,
     status: d.status as 'online',
+    reason: d.status_reason,
     version: d.version,
     os: d.os,
     arch: d.arch,

@@ -426,6 +426,8 @@ export interface DaemonsTable {
   site_id: string | null;
   site_set_in_ui: Generated<boolean>;
   status: Generated<string>;
+  /** Why the daemon is degraded, from its last heartbeat; null while online (migration 0018). */
+  status_reason: string | null;
   loaded_signatures: ColumnType<Record<string, number>, string | undefined, string>;
   flows_dropped: Generated<number>;
   heartbeat_interval_seconds: Generated<number>;

@@ -98,7 +98,7 @@ export function summary(e: EventPayload): string {
     case 'daemon.offline':
       return `Daemon ${name} is offline: no heartbeat for ${String(d.quietSeconds ?? '?')} s`;
     case 'daemon.online':
-      return `Daemon ${name} is back online`;
+      return d.status === 'degraded' ? `Daemon ${name} is back, degraded${d.reason ? `: ${String(d.reason)}` : ''}` : `Daemon ${name} is back online`;
     case 'vulnerability.opened':
       return `${String(d.severity)} vulnerability ${String(d.cveId)} opened${d.summary ? `: ${String(d.summary)}` : ''}`;
     case 'job.failed':

@@ -109,7 +109,16 @@ function EnrolDialog({ sites, onDone, onCancel }: { sites: Map<string, Site>; on
 function daemonColumns(sites: Map<string, Site>, admin: boolean): ColumnDef<DaemonSummary>[] {
   return [
     { header: 'Name', accessorKey: 'name', cell: ({ row }) => <strong className="daemon-name">{row.original.name}</strong> },
-    { header: 'Status', accessorKey: 'status', cell: ({ row }) => <span className={`badge daemon-${row.original.status}`}>{row.original.status}</span> },
+    {
+      header: 'Status',
+      accessorKey: 'status',
+      cell: ({ row }) => (
+        <>
+          <span className={`badge daemon-${row.original.status}`}>{row.original.status}</span>
+          {row.original.reason && <div className="daemon-reason">{row.original.reason}</div>}
+        </>
+      ),
+    },
     {
       header: 'Quiet for',
       accessorKey: 'quietSeconds',
