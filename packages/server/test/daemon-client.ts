@@ -25,8 +25,9 @@ export async function register(app: Inject, token: string, body: Record<string, 
 
 export const daemonHeaders = (token: string, daemonId: string) => ({ ...bearer(token), 'x-daemon-id': daemonId });
 
-export async function heartbeat(app: Inject, token: string, daemonId: string, status = 'online') {
-  const res = await app.inject({ method: 'POST', url: '/api/v1/daemon/heartbeat', headers: daemonHeaders(token, daemonId), payload: { status, loadedSignatures: { core: 120, custom: 3 } } });
+export async function heartbeat(app: Inject, token: string, daemonId: string, status = 'online', reason?: string) {
+  const payload = { status, loadedSignatures: { core: 120, custom: 3 }, ...(reason === undefined ? {} : { reason }) };
+  const res = await app.inject({ method: 'POST', url: '/api/v1/daemon/heartbeat', headers: daemonHeaders(token, daemonId), payload });
   expect(res.statusCode, res.body).toBe(200);
   return res.json();
 }

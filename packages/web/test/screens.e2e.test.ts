@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../../server/src/admin/admin.service.js';
-import { daemonKey, register } from '../../server/test/daemon-client.js';
+import { daemonKey, heartbeat, register } from '../../server/test/daemon-client.js';
 import { type Scanning, createNetwork, ingest, onlineDaemon, startSession } from '../../server/test/scanning.js';
 import { type Console, POLL, fieldError, haveChromium, heading, nav, ownerPage, ownerWithPassword, PASSWORD, shot, signIn, startConsole } from './harness.js';
 
@@ -80,20 +80,28 @@ describe.skipIf(!haveChromium)('the console screens: services, certificates, dae
     expect(p.url()).toMatch(/trustStatus=expired/);
   });
 
-  it('lists an online and a registered-only daemon, the quietest first, and the overview links there', async () => {
+  it('lists an online, a registered-only and a degraded daemon with its reason, the quietest first, and the overview links there', async () => {
     // Registered after the online daemon's heartbeat: quiet for less time, so listed second.
     await register(c.server.app, await daemonKey(t(), c.org), { name: 'edge-pending', capabilities: { nmap: false, netflow: false, ebpf: true }, networkCidrs: ['192.168.50.0/24'] });
+    // Heartbeats last: the least quiet, listed third, with why it is degraded (issue #16).
+    const degradedKey = await daemonKey(t(), c.org);
+    const reason = 'flow collector: cannot bind 0.0.0.0:2055 (address in use)';
+    await heartbeat(c.server.app, degradedKey, await register(c.server.app, degradedKey, { name: 'edge-degraded' }), 'degraded', reason);
     const p = await ownerPage(c);
     // The "Online" figure (the quietest online daemons are links too, named after the daemon).
     await p.getByRole('link', { name: /^\d+\s*online$/i }).click();
     await heading(p, 'Daemons');
     await p.getByRole('cell', { name: 'edge-pending' }).waitFor();
+    await p.getByRole('cell', { name: 'edge-degraded' }).waitFor();
     const rows = p.getByRole('row');
     expect(await rows.nth(1).textContent()).toContain('edge-online');
     expect(await rows.nth(2).textContent()).toContain('edge-pending');
     expect(await rows.nth(1).textContent()).toContain('online');
     expect(await rows.nth(2).textContent()).toContain('pending');
     expect(await rows.nth(2).textContent()).toContain('192.168.50.0/24');
+    const degraded = rows.nth(3).getByRole('cell').nth(1);
+    expect(await degraded.textContent()).toBe(`degraded${reason}`);
+    expect(await rows.nth(3).textContent()).toContain('edge-degraded');
     await shot(p, 'screens-daemons');
   });
 
