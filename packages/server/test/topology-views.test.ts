@@ -6,6 +6,9 @@ import { VIEW_NODE_HEIGHT } from '@surveyor/contract';
 import { networkGraph } from '../src/topology/graph.js';
 import { layeredLayout, placeNodes } from '../src/topology/layout.js';
 import { buildViews } from '../src/topology/views.service.js';
+import { JobRunner } from '../src/jobs/runner.js';
+import { createLogger } from '../src/logger.js';
+import { buildWebApp, jobDefinitions } from '../src/main.js';
 import { addHost } from './fixtures.js';
 import { type SeededOrg, type TestApp, bearer, buildTestApp, login, seedMemberWithKey, seedOrg } from './helpers.js';
 import { type Json, type Scanning, createNetwork, ingest, scanningOrg, startSession } from './scanning.js';
@@ -340,15 +343,16 @@ describe('topology views: build, positions, share links, exports (issue #15; spe
   });
 
   describe('exports (decisions.md "Other")', () => {
-    it('drawio: an mxfile that a real XML parser reads, one vertex per node at its saved position, one edge per edge, stable ids', async () => {
-      const g = await graph(networkView);
-      const res = await req('GET', `/api/v1/topology/${networkView}/export/drawio`, owner);
+    /** Exports a view as draw.io, parses it with a real XML parser and checks it cell by cell against the view's graph. */
+    const drawio = async (view: string, fileName: RegExp) => {
+      const g = await graph(view);
+      const res = await req('GET', `/api/v1/topology/${view}/export/drawio`, owner);
       expect(res.statusCode, res.body).toBe(200);
       expect(res.headers['content-type']).toMatch(/^application\/xml/);
-      expect(res.headers['content-disposition']).toMatch(/^attachment; filename="Network-dc1\.drawio"$/);
+      expect(res.headers['content-disposition']).toMatch(fileName);
       expect(XMLValidator.validate(res.body)).toBe(true);
       const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => name === 'mxCell' }).parse(res.body);
-      expect(doc.mxfile.diagram).toMatchObject({ id: networkView, name: g.topology.name });
+      expect(doc.mxfile.diagram).toMatchObject({ id: view, name: g.topology.name });
       const cells = doc.mxfile.diagram.mxGraphModel.root.mxCell as Json[];
       expect(cells.slice(0, 2)).toEqual([{ id: '0' }, { id: '1', parent: '0' }]);
       const vertices = cells.filter((c) => c.vertex === '1');
@@ -362,8 +366,21 @@ describe('topology views: build, positions, share links, exports (issue #15; spe
         expect({ x: Number(v.mxGeometry.x), y: Number(v.mxGeometry.y), w: Number(v.mxGeometry.width), h: Number(v.mxGeometry.height) }, n.id).toEqual({ x: n.x, y: n.y, w: g.nodeSize.width, h: g.nodeSize.height });
       }
       for (const e of g.edges as Json[]) expect(edges.find((c) => c.id === e.id), e.id).toMatchObject({ source: e.source, target: e.target, value: e.label });
+      return { vertices, edges };
+    };
+
+    it('drawio: an mxfile that a real XML parser reads, one vertex per node at its saved position, one edge per edge, stable ids', async () => {
+      const { vertices } = await drawio(networkView, /^attachment; filename="Network-dc1\.drawio"$/);
       // The saved position of the earlier test is what the file carries.
       expect(vertices.find((v) => v.id === `host:${ids[WEB_NAME]}`)!.mxGeometry).toMatchObject({ x: '1234.5', y: '-50' });
+    });
+
+    it('drawio of an application view: its hosts as vertices, one dependency edge per (caller, service), the label escaped and read back', async () => {
+      const { vertices, edges } = await drawio(appView, /^attachment; filename="[^"/\\]+\.drawio"$/);
+      expect(vertices.map((v) => v.id).sort()).toEqual([`host:${ids.client}`, `host:${ids[WEB_NAME]}`].sort());
+      // The host name full of XML metacharacters comes back as it is.
+      expect(vertices.find((v) => v.id === `host:${ids[WEB_NAME]}`)!.value).toBe(WEB_NAME);
+      expect(edges).toEqual([expect.objectContaining({ source: `host:${ids.client}`, target: `host:${ids[WEB_NAME]}` })]);
     });
 
     it('mermaid: a flowchart LR the real mermaid parser accepts, names escaped, one vertex per node and one edge per edge', async () => {
@@ -401,6 +418,73 @@ describe('topology views: build, positions, share links, exports (issue #15; spe
       // A name that would break the syntax unescaped: the parser rejects it raw, accepts ours.
       await expect(mermaid.parse(`flowchart LR\n  n1["${WEB_NAME}"] --> n2["x"]\n`)).rejects.toThrow();
     });
+  });
+
+  // Last: these add networks, which changes the network view the tests above count.
+  it('a new network makes stale, in its transaction, the network views of its site and of the hosts with an address in it; nothing else', async () => {
+    await regenerate();
+    const statuses = async (organisationId: string) =>
+      Object.fromEntries((await t.database.db.selectFrom('topologies').select(['id', 'status']).where('organisation_id', '=', organisationId).execute()).map((r) => [r.id, r.status]));
+    const allReady = await statuses(org.organisationId);
+    expect(Object.values(allReady).every((x) => x === 'ready')).toBe(true);
+    const noSiteNetworkView = (await t.database.db.selectFrom('topologies').select('id').where('organisation_id', '=', org.organisationId).where('kind', '=', 'network').where('site_id', 'is', null).executeTakeFirstOrThrow()).id;
+    const addNetwork = (cidr: string, siteId?: string | null, key = s.api) =>
+      req('POST', '/api/v1/networks', bearer(key), { name: `net ${cidr}`, cidr, ...(siteId ? { siteId } : {}) });
+
+    // No site, no host in it: no view shows it.
+    expect((await addNetwork('192.168.77.0/24')).statusCode).toBe(201);
+    expect(await statuses(org.organisationId)).toEqual(allReady);
+
+    // No site of its own, but dc1's switches and router have addresses in it: dc1's network view
+    // is stale (those addresses move to this more specific network); its application view, the
+    // "no site" views and the other organisation's views are not.
+    const res = await addNetwork('10.1.0.0/28');
+    expect(res.statusCode, res.body).toBe(201);
+    expect(await statuses(org.organisationId)).toEqual({ ...allReady, [networkView]: 'stale' });
+    expect((await statuses(other.organisationId))[otherView]).toBe('ready');
+    const rebuilt = await regenerate();
+    expect(rebuilt.find((v) => v.id === networkView)).toMatchObject({ status: 'ready' });
+    expect((await graph(networkView)).nodes.map((n: Json) => n.id)).toContain(`network:${res.json().id}`);
+
+    // Refused (the CIDR is there already): the transaction marks nothing.
+    expect((await addNetwork('10.1.0.0/28')).json().code).toBe('duplicate');
+    expect(await statuses(org.organisationId)).toEqual(allReady);
+
+    // Of site dc1, no host in it yet: the view of its site is stale all the same.
+    expect((await addNetwork('172.16.9.0/24', s.siteId)).statusCode).toBe(201);
+    expect(await statuses(org.organisationId)).toEqual({ ...allReady, [networkView]: 'stale' });
+    expect((await statuses(org.organisationId))[noSiteNetworkView]).toBe('ready');
+
+    // Another organisation's network over the same addresses touches only its own view.
+    await regenerate();
+    const theirs = (await seedMemberWithKey(t.database, other, 'editor', ['inventory:read', 'inventory:write'])).token;
+    expect((await addNetwork('10.1.0.16/28', null, theirs)).statusCode).toBe(201);
+    expect((await statuses(other.organisationId))[otherView]).toBe('stale');
+    expect(await statuses(org.organisationId)).toEqual(allReady);
+  });
+
+  it('POST /api/v1/topology/regenerate answers 409 conflict while the job runs elsewhere, and builds once it is free', async () => {
+    // A second web app on the same database whose runner gives up at once on a held lock (the
+    // default waits 120 s); the lock is held the way another process's run holds it.
+    const logger = createLogger('warn', { write: () => undefined });
+    const jobs = new JobRunner({ database: t.database, logger, jobs: jobDefinitions({ config: t.config, secretKey: t.secretKey }), lockWaitMs: 0 });
+    const second = await buildWebApp({ config: t.config, database: t.database, logger, secretKey: t.secretKey, jobs });
+    try {
+      const release = await t.database.tryLock('job:topology.dependencies');
+      expect(release).not.toBeNull();
+      try {
+        const res = await second.inject({ method: 'POST', url: '/api/v1/topology/regenerate', headers: owner });
+        const body = expectProblem(res, 409, 'conflict', 'regenerate while held');
+        expect(body.detail).toMatch(/topology\.dependencies is still running elsewhere/);
+      } finally {
+        await release!();
+      }
+      const res = await second.inject({ method: 'POST', url: '/api/v1/topology/regenerate', headers: owner });
+      expect(res.statusCode, res.body).toBe(200);
+      expect((res.json().data as Json[]).find((v) => v.id === networkView)).toMatchObject({ status: 'ready' });
+    } finally {
+      await second.close();
+    }
   });
 });
 

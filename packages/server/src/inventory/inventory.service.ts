@@ -8,6 +8,7 @@ import { logChanges } from '../events/changes.js';
 import type { CursorCodec } from './cursor.js';
 import * as repo from './inventory.repo.js';
 import { toSnapshot } from '../snapshots/snapshots.service.js';
+import { markNetworkViewsStale } from '../topology/dependencies.js';
 
 
 type Row<F extends (...a: never[]) => Promise<unknown[]>> = Awaited<ReturnType<F>>[number];
@@ -201,6 +202,8 @@ export async function createNetwork(
     });
     if (!id) throw new AppError('duplicate', `The organisation already has a network ${input.cidr}.`);
     const network = toNetwork((await repo.findNetwork(trx, actor.organisationId, id))!);
+    // The network views that place addresses in networks no longer match the inventory.
+    await markNetworkViewsStale(trx, actor.organisationId, { siteId: network.siteId, cidrs: [network.cidr] });
     await recordAudit(trx, actor, { organisationId: actor.organisationId, action: 'network.created', targetType: 'network', targetId: id, changes: { after: network } });
     return network;
   });

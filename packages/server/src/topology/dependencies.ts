@@ -102,6 +102,30 @@ export async function dependencyEdges(db: Kysely<DB>, organisationId: string) {
 }
 
 /**
+ * A network added to (or changed in, or removed from) the inventory: its network views no longer
+ * match the inventory, so the `ready` ones go `stale` in the caller's transaction. Those are the
+ * views of the network's own site and of every site (or "no site") with a host that has an address
+ * in one of `cidrs` or a route to exactly one of them: a network view places its scope's addresses
+ * in the most specific network containing them (views.repo.ts scopeMemberships, scopeRoutes),
+ * whatever the network's site. Application views do not show networks and are left alone.
+ */
+export async function markNetworkViewsStale(db: Kysely<DB>, organisationId: string, network: { siteId: string | null; cidrs: string[] }): Promise<void> {
+  await sql`
+    with sites as (
+      select ${network.siteId}::uuid as site_id where ${network.siteId}::uuid is not null
+      union
+      select h.site_id from host_addresses a join hosts h on h.organisation_id = a.organisation_id and h.id = a.host_id
+      where a.organisation_id = ${organisationId} and a.address <<= any(${network.cidrs}::cidr[])
+      union
+      select h.site_id from host_routes r join hosts h on h.organisation_id = r.organisation_id and h.id = r.host_id
+      where r.organisation_id = ${organisationId} and r.destination = any(${network.cidrs}::cidr[])
+    )
+    update topologies t set status = 'stale', updated_at = now()
+    from sites s
+    where t.organisation_id = ${organisationId} and t.kind = 'network' and t.status = 'ready' and t.site_id is not distinct from s.site_id`.execute(db);
+}
+
+/**
  * An inventory change makes the organisation's built topologies `stale` (they describe the
  * inventory as it was) for the site of every host it changed, directly or through one of its
  * services; the next build makes them `ready` again.
