@@ -8,6 +8,7 @@ import { TemplateCache, decodePacket } from '../src/flows/netflow.js';
 import { neighboursFromJson0 } from '../src/scan/lldp.js';
 import { isConfirmed, isPending, neighboursFromIpJson } from '../src/scan/neighbours.js';
 import { liveHosts } from '../src/scan/scanner.js';
+import { FIELDS, ipfix as ipfixPacket, record, set, template, v9 as v9Packet } from './export-packets.js';
 import { toCpe23 } from '../src/scan/cpe.js';
 import { localFactsFrom } from '../src/scan/local.js';
 import { nmapArgs, parseNmapXml, scriptExpression } from '../src/scan/nmap.js';
@@ -260,18 +261,8 @@ describe('LLDP/CDP neighbours from `lldpcli -f json0 show neighbors details`', (
 
 describe('NetFlow v9 / IPFIX templates', () => {
   const EXPORT = 1_795_000_000; // seconds
-  // Template: sourceIPv4Address, destinationIPv4Address, sourceTransportPort, destinationTransportPort, protocolIdentifier, packetDeltaCount, octetDeltaCount.
-  const FIELDS: [number, number][] = [[8, 4], [12, 4], [7, 2], [11, 2], [4, 1], [2, 4], [1, 4]];
-  const u16 = (n: number) => Buffer.from([n >> 8, n & 255]);
-  const u32 = (n: number) => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
-  const set = (id: number, body: Buffer) => Buffer.concat([u16(id), u16(body.length + 4), body]);
-  const template = (id: number, fields: [number, number][]) => Buffer.concat([u16(id), u16(fields.length), ...fields.map(([t, l]) => Buffer.concat([u16(t), u16(l)]))]);
-  const record = (src: string, dst: string, dstPort: number) => Buffer.concat([Buffer.from(src.split('.').map(Number)), Buffer.from(dst.split('.').map(Number)), u16(51000), u16(dstPort), Buffer.from([6]), u32(3), u32(300)]);
-  const ipfix = (domain: number, ...sets: Buffer[]) => {
-    const body = Buffer.concat(sets);
-    return Buffer.concat([u16(10), u16(16 + body.length), u32(EXPORT), u32(1), u32(domain), body]);
-  };
-  const v9 = (domain: number, ...sets: Buffer[]) => Buffer.concat([u16(9), u16(sets.length), u32(1000), u32(EXPORT), u32(1), u32(domain), ...sets]);
+  const ipfix = (domain: number, ...sets: Buffer[]) => ipfixPacket(EXPORT, domain, ...sets);
+  const v9 = (domain: number, ...sets: Buffer[]) => v9Packet(EXPORT, domain, ...sets);
   const data = (id: number, dstPort = 443) => set(id, record('10.0.0.2', '10.0.0.1', dstPort));
 
   it('decodes data records by the template of their exporter and domain', () => {
