@@ -1,6 +1,6 @@
 import { ConfigError, HELP, parseCommandLine } from './config.js';
 import { Daemon, FatalError } from './daemon.js';
-import { createLogger } from './log.js';
+import { createLogger, withoutUserinfo } from './log.js';
 import { daemonVersion } from './system.js';
 
 async function main(): Promise<number> {
@@ -31,7 +31,7 @@ async function main(): Promise<number> {
       daemon.stop();
     });
   }
-  log.info('starting', { version: daemon.version, server: config.server, name: config.name, stateDir: config.stateDir, nmap: daemon.nmapPath, once: cli.once });
+  log.info('starting', { version: daemon.version, server: withoutUserinfo(config.server), name: config.name, stateDir: config.stateDir, nmap: daemon.nmapPath, once: cli.once });
   try {
     return await daemon.run();
   } catch (e) {

@@ -1,4 +1,7 @@
-/** JSON logs, one object a line: `{ time, level, msg, ...fields }`. Secrets are never passed in. */
+/**
+ * JSON logs, one object a line: `{ time, level, msg, ...fields }`. Secrets are never passed in, and
+ * the userinfo of any URL in a logged string (`https://user:pass@host`) is taken out.
+ */
 
 export type Level = 'debug' | 'info' | 'warn' | 'error';
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -25,7 +28,15 @@ export function createLogger(level: Level = 'info', write: (line: string) => voi
   };
 }
 
+const USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^/?#@\s]*@/gi;
+
+/** `url` (or any text with URLs in it) without the userinfo part of its URLs. */
+export function withoutUserinfo(text: string): string {
+  return text.replace(USERINFO, '$1');
+}
+
 function errorReplacer(_key: string, value: unknown) {
-  if (value instanceof Error) return { name: value.name, message: value.message, ...((value as { code?: unknown }).code !== undefined ? { code: (value as { code?: unknown }).code } : {}) };
+  if (typeof value === 'string') return withoutUserinfo(value);
+  if (value instanceof Error) return { name: value.name, message: withoutUserinfo(value.message), ...((value as { code?: unknown }).code !== undefined ? { code: (value as { code?: unknown }).code } : {}) };
   return value;
 }

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { type Batch, runNetworkScan } from '../src/scan/scanner.js';
@@ -136,4 +137,20 @@ describeLab('scanner on the lab', () => {
     expect(batches[0]!.final).toBe(false);
     await expect.poll(() => nmapRunningOn(web!.v4)).toBe(false);
   });
+
+  it('does not report again a gone host whose neighbour entry the kernel still remembers (STALE)', async () => {
+    const [web, alt, quiet] = lab.hosts;
+    const dev = (JSON.parse(execFileSync('ip', ['-json', 'route', 'get', quiet!.v4], { encoding: 'utf8' })) as { dev: string }[])[0]!.dev;
+    execFileSync('ip', ['-n', quiet!.ns, 'link', 'set', 'eth0', 'down']);
+    try {
+      // What a host gone a while ago leaves behind: its MAC, remembered as STALE.
+      execFileSync('ip', ['neigh', 'replace', quiet!.v4, 'lladdr', quiet!.mac, 'dev', dev, 'nud', 'stale']);
+      const { batches } = await scan(job(lab.v4Cidr, { top: 5 }));
+      const found = batches[0]!.ips!.map((i) => i.address);
+      expect(found).toEqual(expect.arrayContaining([web!.v4, alt!.v4]));
+      expect(found).not.toContain(quiet!.v4);
+    } finally {
+      execFileSync('ip', ['-n', quiet!.ns, 'link', 'set', 'eth0', 'up']);
+    }
+  }, 60_000);
 });

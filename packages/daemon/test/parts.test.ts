@@ -1,6 +1,14 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { backoffMs } from '../src/http.js';
+import { createLogger, withoutUserinfo } from '../src/log.js';
 import { FlowBuffer, orient } from '../src/flows/collector.js';
+import { TemplateCache, decodePacket } from '../src/flows/netflow.js';
+import { neighboursFromJson0 } from '../src/scan/lldp.js';
+import { isConfirmed, isPending, neighboursFromIpJson } from '../src/scan/neighbours.js';
+import { liveHosts } from '../src/scan/scanner.js';
+import { FIELDS, ipfix as ipfixPacket, record, set, template, v9 as v9Packet } from './export-packets.js';
 import { toCpe23 } from '../src/scan/cpe.js';
 import { localFactsFrom } from '../src/scan/local.js';
 import { nmapArgs, parseNmapXml, scriptExpression } from '../src/scan/nmap.js';
@@ -183,5 +191,137 @@ describe('the flow buffer', () => {
     b.add(flow('10.0.0.2', 51002, '10.0.0.1', 443, { packets: 1, bytes: 1 }));
     b.restore(out);
     expect(b.take()).toMatchObject({ dropped: 1, flows: [{ packets: 6, bytes: 5301 }, { packets: 1 }] });
+  });
+});
+
+describe('host discovery: live hosts from probe answers and confirmed neighbour entries', () => {
+  // As `ip -json neigh show` prints them (iproute2 6.x): no lladdr on FAILED/INCOMPLETE, `router` on routers.
+  const table = JSON.stringify([
+    { dst: '192.0.2.10', dev: 'br0', lladdr: '02:00:00:00:00:0a', state: ['STALE'] },
+    { dst: '192.0.2.11', dev: 'br0', lladdr: '02:00:00:00:00:0B', state: ['REACHABLE'] },
+    { dst: '192.0.2.12', dev: 'br0', lladdr: '02:00:00:00:00:0c', state: ['STALE'] },
+    { dst: '192.0.2.13', dev: 'br0', lladdr: '02:00:00:00:00:0d', state: ['DELAY'] },
+    { dst: '192.0.2.14', dev: 'br0', lladdr: '02:00:00:00:00:0e', state: ['PROBE'] },
+    { dst: '192.0.2.15', dev: 'br0', state: ['FAILED'] },
+    { dst: '192.0.2.16', dev: 'br0', state: ['INCOMPLETE'] },
+    { dst: '192.0.2.17', dev: 'br0', lladdr: '02:00:00:00:00:11', state: ['PERMANENT'] },
+    { dst: '192.0.2.18', dev: 'br0', lladdr: '02:00:00:00:00:12', state: ['REACHABLE'] },
+    { dst: '198.51.100.1', dev: 'eth0', lladdr: '02:00:00:00:00:99', router: null, state: ['REACHABLE'] },
+    { dst: '2001:DB8::1', dev: 'br0', lladdr: '02:00:00:00:00:61', router: null, state: ['REACHABLE'] },
+  ]);
+
+  it('reads iproute2 JSON: entries with a link-layer address, MACs lower-cased, addresses canonical', () => {
+    const n = neighboursFromIpJson(table);
+    expect(n.map((x) => x.address)).toEqual(['192.0.2.10', '192.0.2.11', '192.0.2.12', '192.0.2.13', '192.0.2.14', '192.0.2.17', '192.0.2.18', '198.51.100.1', '2001:db8::1']);
+    expect(n[1]).toEqual({ address: '192.0.2.11', mac: '02:00:00:00:00:0b', dev: 'br0', state: ['REACHABLE'] });
+  });
+
+  it('a STALE (or DELAY, PROBE, PERMANENT) entry never makes a host live; it lends a host that answered its MAC', () => {
+    const t = targetsOf('192.0.2.8/29', ['192.0.2.18/32'], 1000);
+    // 192.0.2.12 answered a discovery probe; 192.0.2.11 answered only ARP (every port filtered).
+    const hosts = liveHosts(t.addresses!, ['192.0.2.12'], neighboursFromIpJson(table), t.includes);
+    expect(hosts).toEqual([
+      { address: '192.0.2.11', mac: '02:00:00:00:00:0b', fingerprint: 'mac:02:00:00:00:00:0b' },
+      { address: '192.0.2.12', mac: '02:00:00:00:00:0c', fingerprint: 'mac:02:00:00:00:00:0c' },
+    ]);
+    // A gone host whose entry is only remembered is not reported again.
+    expect(liveHosts(t.addresses!, [], neighboursFromIpJson(table), t.includes).map((h) => h.address)).toEqual(['192.0.2.11']);
+    expect(liveHosts(t.addresses!, ['192.0.2.9'], [], t.includes, (a) => (a === '192.0.2.9' ? 'machine:me' : undefined))).toEqual([{ address: '192.0.2.9', fingerprint: 'machine:me' }]);
+  });
+
+  it('confirmation and pending states', () => {
+    const n = neighboursFromIpJson(table);
+    expect(n.filter(isConfirmed).map((x) => x.address)).toEqual(['192.0.2.11', '192.0.2.18', '198.51.100.1', '2001:db8::1']);
+    expect(n.filter(isPending).map((x) => x.address)).toEqual(['192.0.2.13', '192.0.2.14']);
+  });
+});
+
+describe('LLDP/CDP neighbours from `lldpcli -f json0 show neighbors details`', () => {
+  // Captured from lldpd 1.0.16: one neighbour (an LLDP peer), and two (LLDP, and CDPv2 from lldpd -cccc).
+  const fixture = (name: string) => readFileSync(fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url)), 'utf8');
+
+  it('one neighbour: chassis, port, name and the routable management address before the link-local one', () => {
+    expect(neighboursFromJson0('machine:b', fixture('lldpcli-json0-one.json'))).toEqual([
+      { fingerprint: 'machine:b', localInterface: 'eth0', remoteChassisId: '7e:e4:2f:bd:17:66', remotePortId: expect.stringMatching(/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/), remoteSystemName: 'vm', managementAddress: '192.0.2.1', protocol: 'lldp' },
+    ]);
+  });
+
+  it('several neighbours, LLDP and CDP', () => {
+    expect(neighboursFromJson0('machine:a', fixture('lldpcli-json0-lldp-cdp.json'))).toEqual([
+      { fingerprint: 'machine:a', localInterface: 'fxa0', remoteChassisId: 'c6:e1:0f:e3:c6:31', remotePortId: 'c6:e1:0f:e3:c6:31', remoteSystemName: 'lab-b', managementAddress: '192.0.2.2', protocol: 'lldp' },
+      { fingerprint: 'machine:a', localInterface: 'fxa1', remoteChassisId: 'cisco-c', remotePortId: 'eth0', remoteSystemName: 'cisco-c', managementAddress: '192.0.2.3', protocol: 'cdp' },
+    ]);
+  });
+
+  it('no neighbours', () => {
+    expect(neighboursFromJson0('machine:a', '{"lldp": [{}]}')).toEqual([]);
+    expect(neighboursFromJson0('machine:a', '{"lldp": []}')).toEqual([]);
+  });
+});
+
+describe('NetFlow v9 / IPFIX templates', () => {
+  const EXPORT = 1_795_000_000; // seconds
+  const ipfix = (domain: number, ...sets: Buffer[]) => ipfixPacket(EXPORT, domain, ...sets);
+  const v9 = (domain: number, ...sets: Buffer[]) => v9Packet(EXPORT, domain, ...sets);
+  const data = (id: number, dstPort = 443) => set(id, record('10.0.0.2', '10.0.0.1', dstPort));
+
+  it('decodes data records by the template of their exporter and domain', () => {
+    const cache = new TemplateCache();
+    expect(decodePacket(ipfix(1, set(2, template(256, FIELDS)), data(256)), 'a:1', cache)).toEqual([
+      { srcIp: '10.0.0.2', dstIp: '10.0.0.1', srcPort: 51000, dstPort: 443, protocol: 6, packets: 3, bytes: 300, startMs: EXPORT * 1000, source: 'ipfix' },
+    ]);
+    expect(decodePacket(ipfix(2, data(256)), 'a:1', cache)).toEqual([]); // another domain: no template
+    expect(decodePacket(ipfix(1, data(256)), 'b:1', cache)).toEqual([]); // another exporter
+    expect(decodePacket(v9(7, set(0, template(300, FIELDS)), data(300)), 'a:1', cache)).toMatchObject([{ source: 'netflow9', dstPort: 443 }]);
+  });
+
+  it('IPFIX: a template record with no fields withdraws that template; one with the set id withdraws the domain', () => {
+    const cache = new TemplateCache();
+    decodePacket(ipfix(1, set(2, Buffer.concat([template(256, FIELDS), template(257, FIELDS)]))), 'a:1', cache);
+    decodePacket(ipfix(2, set(2, template(256, FIELDS))), 'a:1', cache);
+    expect(cache.size).toBe(3);
+    decodePacket(ipfix(1, set(2, template(256, []))), 'a:1', cache);
+    expect(cache.size).toBe(2);
+    expect(decodePacket(ipfix(1, data(256), data(257)), 'a:1', cache)).toHaveLength(1);
+    // All Templates Withdrawal (RFC 7011 8.1): template id 2 in a template set.
+    decodePacket(ipfix(1, set(2, template(2, []))), 'a:1', cache);
+    expect(decodePacket(ipfix(1, data(257)), 'a:1', cache)).toEqual([]);
+    expect(decodePacket(ipfix(2, data(256)), 'a:1', cache)).toHaveLength(1);
+    expect(cache.size).toBe(1);
+  });
+
+  it('NetFlow v9 has no withdrawal: a template without fields leaves the template in place', () => {
+    const cache = new TemplateCache();
+    decodePacket(v9(1, set(0, template(256, FIELDS))), 'a:1', cache);
+    decodePacket(v9(1, set(0, template(256, []))), 'a:1', cache);
+    expect(decodePacket(v9(1, data(256)), 'a:1', cache)).toHaveLength(1);
+  });
+
+  it('is bounded per exporter and domain and in total, forgetting the oldest template first', () => {
+    const cache = new TemplateCache({ perDomain: 3, total: 5 });
+    for (let id = 256; id < 262; id++) decodePacket(ipfix(1, set(2, template(id, FIELDS))), 'a:1', cache);
+    expect(cache.size).toBe(3);
+    const known = (exporter: string, domain: number, ids: number[]) => ids.filter((id) => decodePacket(ipfix(domain, data(id)), exporter, cache).length === 1);
+    expect(known('a:1', 1, [256, 257, 258, 259, 260, 261])).toEqual([259, 260, 261]);
+    // A redefinition makes a template the newest again.
+    decodePacket(ipfix(1, set(2, template(259, FIELDS))), 'a:1', cache);
+    // Three more from another exporter: the third finds the total (5) full and forgets the oldest, a:1's 260 (259 was redefined).
+    for (const id of [256, 257, 258]) decodePacket(ipfix(1, set(2, template(id, FIELDS))), 'b:1', cache);
+    expect(cache.size).toBe(5);
+    expect(known('a:1', 1, [259, 260, 261])).toEqual([259, 261]);
+    expect(known('b:1', 1, [256, 257, 258])).toEqual([256, 257, 258]);
+  });
+});
+
+describe('logs', () => {
+  it('take the userinfo out of any URL logged', () => {
+    const lines: string[] = [];
+    const log = createLogger('info', (l) => void lines.push(l));
+    log.info('starting', { server: 'https://admin:s3cret@surveyor.example.com:8443/base', other: 'see http://u@h/x and ftp://a:b@c' });
+    log.error('failed', { error: new TypeError('Request cannot be constructed from a URL that includes credentials: http://admin:s3cret@h/api') });
+    expect(JSON.parse(lines[0]!)).toMatchObject({ server: 'https://surveyor.example.com:8443/base', other: 'see http://h/x and ftp://c' });
+    expect(JSON.parse(lines[1]!).error.message).toBe('Request cannot be constructed from a URL that includes credentials: http://h/api');
+    expect(lines.join('')).not.toContain('s3cret');
+    expect(withoutUserinfo('https://surveyor.example.com/a@b')).toBe('https://surveyor.example.com/a@b');
   });
 });

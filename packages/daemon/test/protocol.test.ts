@@ -1,15 +1,19 @@
 import { execFileSync, spawn } from 'node:child_process';
+import dgram from 'node:dgram';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../../server/src/admin/admin.service.js';
 import { type SeededOrg, type TestApp, bearer, buildTestApp, seedMemberWithKey, seedOrg } from '../../server/test/helpers.js';
 import { ConfigError, type DaemonConfig, parseCommandLine } from '../src/config.js';
 import { Daemon, FatalError } from '../src/daemon.js';
 import { createLogger } from '../src/log.js';
+import { FIELDS, ipfix, record, set, template } from './export-packets.js';
 
 // The daemon's protocol client and command against the real server (no lab: nothing here needs
 // root). The daemon talks to the server through a TCP relay the test can cut and tap.
@@ -50,11 +54,74 @@ async function relay(port: number) {
   };
 }
 
+interface Seen {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+  /** The server's answer, once it came. */
+  status?: number;
+}
+/** What the HTTP proxy does with a request: forward it (its headers replaced), hold it unanswered, or cut the connection. */
+type Action = 'forward' | 'hold' | 'cut' | { headers: http.IncomingHttpHeaders };
+
+const jsonOf = (r: Seen) => JSON.parse((r.headers['content-encoding'] === 'gzip' ? gunzipSync(r.body) : r.body).toString()) as Json;
+
+/** An HTTP proxy to the server that records every request and its answer, and lets a test hold, cut or alter requests. */
+async function httpProxy(port: number) {
+  const seen: Seen[] = [];
+  const held = new Set<http.ServerResponse>();
+  const proxy = {
+    seen,
+    route: (_r: Seen): Action | Promise<Action> => 'forward',
+    url: '',
+    /** The request bodies of `path`, decompressed and parsed. */
+    bodies: (path: string) => seen.filter((r) => r.url === path).map(jsonOf),
+    close: () => {
+      for (const res of held) res.destroy();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+  const server = http.createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const r: Seen = { method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks) };
+    seen.push(r);
+    const action = await proxy.route(r);
+    if (action === 'cut') return req.socket.destroy();
+    if (action === 'hold') {
+      held.add(res);
+      res.on('close', () => held.delete(res));
+      return;
+    }
+    const up = http.request({ host: '127.0.0.1', port, method: r.method, path: r.url, headers: action === 'forward' ? r.headers : action.headers }, (answer) => {
+      r.status = answer.statusCode;
+      res.writeHead(answer.statusCode!, answer.headers);
+      answer.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    up.end(r.body);
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  proxy.url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  return proxy;
+}
+
+/** Sends one IPFIX packet with a template and a record per destination port (10.0.0.2 -> 10.0.0.1, TCP), stamped now. */
+async function exportFlows(port: number, dstPorts: number[]) {
+  const packet = ipfix(Math.floor(Date.now() / 1000), 1, set(2, template(256, FIELDS)), set(256, Buffer.concat(dstPorts.map((p) => record('10.0.0.2', '10.0.0.1', p)))));
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((resolve, reject) => socket.send(packet, port, '127.0.0.1', (e) => (e ? reject(e) : resolve())));
+  socket.close();
+}
+
 describe('the daemon protocol client against the real server', () => {
   let t: TestApp;
   let org: SeededOrg;
   let api: string;
   let proxy: Awaited<ReturnType<typeof relay>>;
+  let hp: Awaited<ReturnType<typeof httpProxy>>;
   const dirs: string[] = [];
   const stateDir = () => {
     const d = mkdtempSync(join(tmpdir(), 'surveyor-daemon-test-'));
@@ -71,11 +138,13 @@ describe('the daemon protocol client against the real server', () => {
     t = await buildTestApp({ env: { SERVICE_DAEMON_HEARTBEAT_SECONDS: '5', SERVICE_DAEMON_POLL_TIMEOUT_SECONDS: '1' } });
     await t.app.listen({ host: '127.0.0.1', port: 0 });
     proxy = await relay((t.app.server.address() as net.AddressInfo).port);
+    hp = await httpProxy((t.app.server.address() as net.AddressInfo).port);
     org = await seedOrg(t.database);
     api = (await seedMemberWithKey(t.database, org, 'editor', ['scan:run', 'inventory:write', 'inventory:read'])).token;
   });
   afterAll(async () => {
     await proxy?.close();
+    await hp?.close();
     await t?.close();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
@@ -143,6 +212,123 @@ describe('the daemon protocol client against the real server', () => {
     // The registration went compressed, and the server took it.
     expect(Buffer.concat(proxy.sent).toString('latin1')).toMatch(/POST \/api\/v1\/daemon\/register HTTP\/1\.1\r\n[^]*?content-encoding: gzip/i);
     expect((await daemonsOf()).find((x) => x.name === 'once')!.network_cidrs).toEqual(expect.arrayContaining(networks));
+  });
+
+  it('a server that refuses gzip bodies with 415 gets them plain from then on', async () => {
+    const key = (await admin.createDaemonKey(t.database.db, { type: 'cli' }, { org: org.organisationId })).token;
+    hp.seen.length = 0;
+    // The real server takes gzip; told the body is `x-gzip` it refuses it as a server without gzip does: 415 unsupported_media_type.
+    hp.route = (r) => (r.headers['content-encoding'] === 'gzip' ? { headers: { ...r.headers, 'content-encoding': 'x-gzip' } } : 'forward');
+    const logs: Json[] = [];
+    // Sixty more networks make the registration body larger than 1 KiB.
+    const networks = ['127.0.0.1/32', ...Array.from({ length: 60 }, (_, i) => `198.18.${i}.0/24`)];
+    const d = new Daemon({ ...configFor(key), server: hp.url, name: 'no-gzip', networks, flows: { listen: '127.0.0.1:0', maxBuckets: 1000, flushSeconds: 1 } }, createLogger('debug', (l) => void logs.push(JSON.parse(l))));
+    const run = d.run();
+    try {
+      await expect.poll(async () => (await daemonsOf()).find((x) => x.name === 'no-gzip')?.status, WAIT).toBe('online');
+      const registers = hp.seen.filter((r) => r.url === '/api/v1/daemon/register');
+      expect(registers.map((r) => [r.headers['content-encoding'], r.status])).toEqual([['gzip', 415], [undefined, 200]]);
+      expect(hp.bodies('/api/v1/daemon/register')[1]).toMatchObject({ name: 'no-gzip', networkCidrs: expect.arrayContaining(networks) });
+      expect(logs.filter((l) => l.msg === 'the server refuses gzip request bodies; sending them uncompressed')).toHaveLength(1);
+      // A later large body (forty flows) goes plain at once.
+      await exportFlows(logs.find((l) => l.msg === 'flow collector listening (NetFlow v9, IPFIX)')!.port as number, Array.from({ length: 40 }, (_, i) => 1000 + i));
+      await expect.poll(() => hp.seen.find((r) => r.url === '/api/v1/daemon/flows' && r.status !== undefined)?.status, WAIT).toBe(200);
+      const flows = hp.seen.filter((r) => r.url === '/api/v1/daemon/flows');
+      expect(flows[0]!.body.length).toBeGreaterThan(1024);
+      expect(flows.map((r) => r.headers['content-encoding'])).toEqual(flows.map(() => undefined));
+      expect(hp.bodies('/api/v1/daemon/flows')[0]!.flows).toHaveLength(40);
+    } finally {
+      hp.route = () => 'forward';
+      d.stop();
+      await run;
+    }
+  });
+
+  it('sends the dropped count with the flows, and keeps a failed delivery for the next one', async () => {
+    const key = (await admin.createDaemonKey(t.database.db, { type: 'cli' }, { org: org.organisationId })).token;
+    hp.seen.length = 0;
+    let cut = true;
+    hp.route = (r) => (r.url === '/api/v1/daemon/flows' && cut ? 'cut' : 'forward');
+    const logs: Json[] = [];
+    const d = new Daemon({ ...configFor(key), server: hp.url, name: 'flows-dropped', flows: { listen: '127.0.0.1:0', maxBuckets: 2, flushSeconds: 1 } }, createLogger('debug', (l) => void logs.push(JSON.parse(l))));
+    const run = d.run();
+    try {
+      await expect.poll(async () => (await daemonsOf()).find((x) => x.name === 'flows-dropped')?.status, WAIT).toBe('online');
+      // Four conversations, room for two buckets: two are dropped.
+      await exportFlows(logs.find((l) => l.msg === 'flow collector listening (NetFlow v9, IPFIX)')!.port as number, [22, 80, 443, 8080]);
+      await expect.poll(() => logs.filter((l) => l.msg === 'flow delivery failed; kept for the next one').length, WAIT).toBeGreaterThanOrEqual(2);
+      cut = false;
+      await expect.poll(() => hp.seen.some((r) => r.url === '/api/v1/daemon/flows' && r.status === 200), WAIT).toBe(true);
+      // Every attempt, the failed ones and the one delivered, carried the same two buckets and the two dropped.
+      const attempts = hp.bodies('/api/v1/daemon/flows');
+      expect(attempts.length).toBeGreaterThanOrEqual(3);
+      for (const a of attempts) {
+        expect(a.dropped).toBe(2);
+        expect(a.flows.map((f: Json) => [f.srcIp, f.dstIp, f.dstPort, f.protocol, f.packets, f.bytes])).toEqual([['10.0.0.2', '10.0.0.1', 22, 'tcp', 3, 300], ['10.0.0.2', '10.0.0.1', 80, 'tcp', 3, 300]]);
+      }
+      const row = (await daemonsOf()).find((x) => x.name === 'flows-dropped')!;
+      expect(Number(row.flows_dropped)).toBe(2);
+      const stored = await t.database.db.selectFrom('flows').select(['dst_port', 'packets', 'bytes']).where('organisation_id', '=', org.organisationId).where('daemon_id', '=', row.id).orderBy('dst_port').execute();
+      expect(stored.map((f) => [f.dst_port, Number(f.packets), Number(f.bytes)])).toEqual([[22, 3, 300], [80, 3, 300]]);
+    } finally {
+      hp.route = () => 'forward';
+      d.stop();
+      await run;
+    }
+  }, 90_000);
+
+  it('stops a scan when the server answers a batch with 409 session_cancelled', async () => {
+    const key = (await admin.createDaemonKey(t.database.db, { type: 'cli' }, { org: org.organisationId })).token;
+    const network = await t.app.inject({ method: 'POST', url: '/api/v1/networks', headers: bearer(api), payload: { name: 'loopback cancelled', cidr: '127.0.0.2/32', topPortsTcp: 10 } });
+    expect(network.statusCode, network.body).toBe(201);
+    hp.seen.length = 0;
+    hp.route = async (r) => {
+      // Once a poll has handed out the job, polls are held: the cancel reaches the daemon only as the answer to its batch.
+      if (r.url === '/api/v1/daemon/jobs/poll') return hp.seen.some((x) => x.url === r.url && x.status === 200) ? 'hold' : 'forward';
+      if (r.url === '/api/v1/daemon/observations') {
+        const cancel = await t.app.inject({ method: 'POST', url: `/api/v1/scans/${jsonOf(r).sessionId}/cancel`, headers: bearer(api) });
+        expect(cancel.statusCode, cancel.body).toBeLessThan(300);
+      }
+      return 'forward';
+    };
+    const logs: Json[] = [];
+    const d = new Daemon({ ...configFor(key), server: hp.url, name: 'cancelled-by-409', networks: ['127.0.0.2/32'] }, createLogger('debug', (l) => void logs.push(JSON.parse(l))), { once: true });
+    const run = d.run();
+    try {
+      await expect.poll(async () => (await daemonsOf()).find((x) => x.name === 'cancelled-by-409')?.status, WAIT).toBe('online');
+      const scan = await t.app.inject({ method: 'POST', url: '/api/v1/scans', headers: bearer(api), payload: { networkId: network.json().id } });
+      expect(scan.statusCode, scan.body).toBe(202);
+      const sessionId = scan.json().sessionId as string;
+      expect(await run).toBe(1);
+      const batches = hp.seen.filter((r) => r.url === '/api/v1/daemon/observations');
+      expect(batches.map((r) => r.status)).toEqual([409]);
+      expect(logs.some((l) => l.msg === 'scan cancelled' && l.sessionId === sessionId)).toBe(true);
+      expect(logs.some((l) => l.msg === 'scan failed')).toBe(false);
+      expect(d.health()).toEqual({ status: 'online' });
+      const session = await t.app.inject({ method: 'GET', url: `/api/v1/scans/${sessionId}`, headers: bearer(api) });
+      expect(session.json()).toMatchObject({ state: 'cancelled' });
+    } finally {
+      hp.route = () => 'forward';
+      d.stop();
+      await run;
+    }
+  });
+
+  it('logs the server it starts with without the userinfo of its URL', async () => {
+    execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'packages/contract', 'packages/daemon'], { cwd: ROOT });
+    const server = hp.url.replace('http://', 'http://surveyor:s3cret@');
+    const child = spawn(process.execPath, [BIN, '--server', server, '--key', 'svd_not_a_key', '--state', stateDir(), '--no-nmap', '--no-lldp', '--name', 'userinfo'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    // Its calls fail (fetch refuses a URL with credentials, naming it): the retry lines log the URL too.
+    await expect.poll(() => out.includes('"msg":"server call failed; retrying"'), WAIT).toBe(true);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Json);
+    expect(lines.find((l) => l.msg === 'starting')).toMatchObject({ server: hp.url, name: 'userinfo' });
+    expect(out).not.toContain('s3cret');
+    expect(out).not.toContain('surveyor:');
   });
 
   it('--help, --version and a bad command line', () => {

@@ -21,17 +21,67 @@ interface Field {
   length: number;
 }
 
-/** Templates by exporter, observation domain (source id) and template id. */
+export interface TemplateLimits {
+  /** Templates kept per exporter and observation domain (the oldest goes first). */
+  perDomain: number;
+  /** Templates kept in all (the oldest goes first). */
+  total: number;
+}
+
+/**
+ * Templates by exporter, observation domain (source id) and template id, bounded: an exporter
+ * that keeps defining new template ids (or many exporters) cannot grow it without limit. A full
+ * domain, or a full cache, forgets its oldest template (a redefinition counts as new); an
+ * exporter re-sends its templates periodically, so a forgotten one comes back.
+ */
 export class TemplateCache {
-  private readonly templates = new Map<string, Field[]>();
+  /** exporter/domain -> template id -> fields; each inner map in insertion order (oldest first). */
+  private readonly domains = new Map<string, Map<number, Field[]>>();
+  /** Every template as [exporter/domain, id], oldest first. */
+  private readonly order = new Map<string, [string, number]>();
+
+  constructor(readonly limits: TemplateLimits = { perDomain: 256, total: 4096 }) {}
+
   set(exporter: string, domain: number, id: number, fields: Field[]) {
-    this.templates.set(`${exporter}/${domain}/${id}`, fields);
+    const dk = `${exporter}/${domain}`;
+    this.delete(exporter, domain, id);
+    let templates = this.domains.get(dk);
+    if (!templates) this.domains.set(dk, (templates = new Map()));
+    if (templates.size >= this.limits.perDomain) this.drop(dk, templates.keys().next().value!);
+    if (this.order.size >= this.limits.total) {
+      const [oldDk, oldId] = this.order.values().next().value!;
+      this.drop(oldDk, oldId);
+    }
+    // The domain's map may have been emptied (and removed) by the drops above.
+    if (!this.domains.has(dk)) this.domains.set(dk, templates);
+    templates.set(id, fields);
+    this.order.set(`${dk}/${id}`, [dk, id]);
   }
+
   get(exporter: string, domain: number, id: number) {
-    return this.templates.get(`${exporter}/${domain}/${id}`);
+    return this.domains.get(`${exporter}/${domain}`)?.get(id);
   }
+
+  /** Forgets one template (an IPFIX withdrawal). */
+  delete(exporter: string, domain: number, id: number) {
+    this.drop(`${exporter}/${domain}`, id);
+  }
+
+  /** Forgets every template of an exporter's observation domain (an IPFIX all-templates withdrawal). */
+  deleteDomain(exporter: string, domain: number) {
+    const dk = `${exporter}/${domain}`;
+    for (const id of [...(this.domains.get(dk)?.keys() ?? [])]) this.drop(dk, id);
+  }
+
   get size() {
-    return this.templates.size;
+    return this.order.size;
+  }
+
+  private drop(dk: string, id: number) {
+    const templates = this.domains.get(dk);
+    if (!templates?.delete(id)) return;
+    this.order.delete(`${dk}/${id}`);
+    if (templates.size === 0) this.domains.delete(dk);
   }
 }
 
@@ -86,6 +136,12 @@ export function decodePacket(buf: Buffer, exporter: string, cache: TemplateCache
         const id = buf.readUInt16BE(p);
         const count = buf.readUInt16BE(p + 2);
         p += 4;
+        if (h.version === 10 && count === 0) {
+          // IPFIX withdrawal (RFC 7011 8.1): a template record without fields; the set's own id withdraws them all.
+          if (id === templateSet) cache.deleteDomain(exporter, h.domain);
+          else if (id >= 256) cache.delete(exporter, h.domain, id);
+          continue;
+        }
         if (id < 256) break; // padding
         const fields: Field[] = [];
         for (let i = 0; i < count && p + 4 <= end; i++) {
@@ -98,7 +154,7 @@ export function decodePacket(buf: Buffer, exporter: string, cache: TemplateCache
           }
           fields.push({ type, length: len });
         }
-        cache.set(exporter, h.domain, id, fields);
+        if (fields.length > 0) cache.set(exporter, h.domain, id, fields);
       }
     } else if (setId >= 256) {
       const fields = cache.get(exporter, h.domain, setId);

@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import { readNeighbors } from './lldp.js';
 import { readLocalFacts } from './local.js';
 import { type NmapHost, NmapError, nmapArgs, parseNmapXml, runNmap } from './nmap.js';
-import { type Neighbour, readNeighbours } from './neighbours.js';
+import { type Neighbour, isConfirmed, isPending, readNeighbours } from './neighbours.js';
 import { eachLimited } from './pool.js';
 import { DISCOVERY_PORTS, topTcpPorts, topUdpPorts } from './ports.js';
 import { type Banner, connectProbe, grabBanner } from './probe.js';
@@ -42,7 +42,7 @@ export interface ScanContext {
   lldp?: { lldpcli: string; socket?: string };
 }
 
-interface LiveHost {
+export interface LiveHost {
   address: string;
   mac?: string;
   fingerprint: string;
@@ -103,7 +103,40 @@ export async function runNetworkScan(job: Job, ctx: ScanContext): Promise<{ host
   return { hostsTotal: hosts.length, ports: openPorts };
 }
 
-/** Live hosts: an answer on a discovery port (open or refused), or a resolved neighbour-table entry. */
+/**
+ * Live hosts: an address that answered a discovery probe (open or refused), or whose neighbour
+ * entry is REACHABLE after our probes (it answered ARP/NDP even with every port filtered). A STALE
+ * entry is only what the kernel remembers from before, maybe of a host long gone, and DELAY/PROBE
+ * is such an entry being checked again: neither makes a host live; they only lend a live host its MAC.
+ */
+export function liveHosts(
+  candidates: string[],
+  answered: Iterable<string>,
+  neighbours: Neighbour[],
+  includes: (address: string) => boolean,
+  fingerprintOf: (address: string) => string | undefined = () => undefined,
+): LiveHost[] {
+  const alive = new Set<string>(answered);
+  const considered = new Set(candidates);
+  const macOf = new Map<string, string>();
+  for (const n of neighbours) {
+    if (!includes(n.address)) continue;
+    // A confirmed entry's MAC wins over a stale one for the same address.
+    if (!macOf.has(n.address) || isConfirmed(n)) macOf.set(n.address, n.mac);
+    if (isConfirmed(n) && considered.has(n.address)) alive.add(n.address);
+  }
+  return [...alive]
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    .map((address) => {
+      const mac = macOf.get(address);
+      return { address, ...(mac ? { mac } : {}), fingerprint: fingerprintOf(address) ?? (mac ? `mac:${mac}` : `ip:${address}`) };
+    });
+}
+
+/** Linux: delay_first_probe_time (5 s) + ucast_solicit (3) x retrans_time (1 s), and a little more. */
+const NEIGHBOUR_SETTLE_MS = 9000;
+
+/** Probes the candidates, then reads the neighbour table our probes refreshed (liveHosts). */
 async function discover(targets: Targets, ctx: ScanContext): Promise<LiveHost[]> {
   const local = new Set(
     Object.values(networkInterfaces())
@@ -113,37 +146,31 @@ async function discover(targets: Targets, ctx: ScanContext): Promise<LiveHost[]>
   );
   let candidates = targets.addresses;
   if (!candidates) {
-    // Too wide to sweep (an IPv6 /64): the hosts the kernel already knows of.
+    // Too wide to sweep (an IPv6 /64): the hosts the kernel already knows of, each probed like any other.
     candidates = (await readNeighbours()).map((n) => n.address).filter((a) => targets.includes(a));
     ctx.log.info('range too wide to sweep; scanning the neighbour table\'s hosts in it', { candidates: candidates.length });
   }
-  const alive = new Set<string>(local);
-  const localFingerprint = (address: string) => (local.has(address) ? ctx.localFingerprint : undefined);
+  const answered = new Set<string>(local);
   const perHost = DISCOVERY_PORTS.length;
   await eachLimited(
     candidates,
     Math.max(1, Math.floor(ctx.config.concurrency / perHost)),
     async (address) => {
-      if (alive.has(address)) return;
+      if (answered.has(address)) return;
       const states = await Promise.all(DISCOVERY_PORTS.map((p) => connectProbe(address, p, ctx.config.connectTimeoutMs, ctx.signal)));
-      if (states.some((s) => s !== 'filtered')) alive.add(address);
+      if (states.some((s) => s !== 'filtered')) answered.add(address);
     },
     ctx.signal,
   );
-  // A host that answered ARP/NDP to the probes is there even when every port was filtered.
-  const neighbours = await readNeighbours();
-  const macOf = new Map<string, Neighbour>();
-  for (const n of neighbours) {
-    if (!targets.includes(n.address) || n.state.includes('FAILED') || n.state.includes('INCOMPLETE')) continue;
-    macOf.set(n.address, n);
-    if (candidates.includes(n.address)) alive.add(n.address);
+  // Entries our probes sent to a STALE MAC are being confirmed (DELAY, then PROBE): wait for the
+  // kernel's verdict (REACHABLE or FAILED), a few seconds at most, on hosts no probe answered.
+  let neighbours = await readNeighbours();
+  const pending = () => neighbours.some((n) => isPending(n) && !answered.has(n.address) && targets.includes(n.address));
+  for (const until = Date.now() + NEIGHBOUR_SETTLE_MS; pending() && Date.now() < until && !ctx.signal.aborted; ) {
+    await new Promise((r) => setTimeout(r, 500));
+    neighbours = await readNeighbours();
   }
-  return [...alive]
-    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-    .map((address) => {
-      const mac = macOf.get(address)?.mac;
-      return { address, ...(mac ? { mac } : {}), fingerprint: localFingerprint(address) ?? (mac ? `mac:${mac}` : `ip:${address}`) };
-    });
+  return liveHosts(candidates, answered, neighbours, targets.includes, (address) => (local.has(address) ? ctx.localFingerprint : undefined));
 }
 
 async function scanChunk(chunk: LiveHost[], tcpPorts: number[], udpPorts: number[], family: 4 | 6, job: Job, ctx: ScanContext): Promise<Required<Pick<Batch, 'ports' | 'services' | 'tls'>>> {
