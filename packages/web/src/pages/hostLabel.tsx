@@ -10,5 +10,5 @@ export function hostLabel(h: Host | undefined): string | undefined {
 
 /** A link to a host by id, named from the hosts looked up for the rows shown (`useHostNames`). */
 export function HostLink({ id, hosts }: { id: string; hosts: Map<string, Host> }) {
-  return <Link to={`/hosts/${id}`}>{hostLabel(hosts.get(id)) ?? `${id.slice(0, 8)}…`}</Link>;
+  return <Link className="nowrap" to={`/hosts/${id}`}>{hostLabel(hosts.get(id)) ?? `${id.slice(0, 8)}…`}</Link>;
 }
