@@ -65,12 +65,13 @@ export async function createOrganisation(
  * The password (given or generated) and its hash, computed before any transaction: scrypt takes
  * a while, and on PGlite a transaction holds the only connection.
  */
-async function newCredential(password: string | undefined) {
+export async function newCredential(password: string | undefined) {
   const generated = password === undefined ? generatePassword() : undefined;
   return { generated, hash: await hashPassword(password ?? generated!) };
 }
 
-async function ensureUser(trx: Kysely<DB>, email: string, passwordGiven: boolean, credential: { generated?: string | undefined; hash: string }, mustChange: boolean) {
+/** The user of this email: the existing one, or a new one with the credential (a generated password must be changed at first sign-in). */
+export async function ensureUser(trx: Kysely<DB>, email: string, passwordGiven: boolean, credential: { generated?: string | undefined; hash: string }, mustChange: boolean) {
   const existing = await authRepo.findUserByEmail(trx, email);
   if (existing) {
     if (passwordGiven) throw new AppError('duplicate', `${email} already exists; its password is not changed here.`);

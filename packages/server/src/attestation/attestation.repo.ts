@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
-import { snapshotColumns } from '../snapshots/snapshots.repo.js';
 
 /** The stored signing key of a purpose, or undefined before its first use. */
 export function findSigningKey(db: Kysely<DB>, purpose: 'attestation') {
@@ -14,11 +13,6 @@ export async function insertSigningKeyIfAbsent(db: Kysely<DB>, row: { purpose: '
     .values({ purpose: row.purpose, algorithm: 'ed25519', public_key_pem: row.publicKeyPem, fingerprint: row.fingerprint, private_key_sealed: row.privateKeySealed })
     .onConflict((oc) => oc.column('purpose').doNothing())
     .execute();
-}
-
-/** One snapshot of the organisation, as the API shows it (undefined when it is not the organisation's). */
-export function findSnapshot(db: Kysely<DB>, organisationId: string, snapshotId: string) {
-  return db.selectFrom('snapshots').select(snapshotColumns).where('organisation_id', '=', organisationId).where('id', '=', snapshotId).executeTakeFirst();
 }
 
 export async function organisationName(db: Kysely<DB>, organisationId: string): Promise<string> {

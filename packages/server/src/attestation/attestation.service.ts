@@ -3,6 +3,7 @@ import { gunzipSync } from 'node:zlib';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
+import { findSnapshot } from '../snapshots/snapshots.repo.js';
 import { toSnapshot } from '../snapshots/snapshots.service.js';
 import * as repo from './attestation.repo.js';
 import { ATTESTATION_FORMAT, type AttestationPayload, canonicalPayload, parsePayload, signPayload, signatureMatches } from './payload.js';
@@ -14,7 +15,7 @@ import { type PublicSigningKey, signingKey } from './signing-key.js';
  * 404 for a snapshot of another organisation, as for one that does not exist.
  */
 export async function attestSnapshot(db: Kysely<DB>, secretKey: Buffer, organisationId: string, snapshotId: string, now = new Date()): Promise<{ pdf: Uint8Array; payload: AttestationPayload }> {
-  const row = await repo.findSnapshot(db, organisationId, snapshotId);
+  const row = await findSnapshot(db, organisationId, snapshotId);
   if (!row) throw new AppError('not_found', `No snapshot ${snapshotId}.`);
   const snapshot = toSnapshot(row);
   const key = await signingKey(db, secretKey);

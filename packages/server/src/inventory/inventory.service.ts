@@ -172,9 +172,11 @@ export async function listCollection<N extends CollectionName>(db: Kysely<DB>, c
 /** The hosts, sites and networks of the organisation among these ids (absent ids are left out), as their collections list them. */
 export async function lookup(db: Kysely<DB>, organisationId: string, q: { hosts?: string[] | undefined; sites?: string[] | undefined; networks?: string[] | undefined }) {
   const among = (ids: string[]) => ({ organisationId, after: 0, take: ids.length });
-  const hosts = q.hosts ? (await repo.listHosts(db, among(q.hosts), { ids: q.hosts })).map(toHost) : [];
-  const sites = q.sites ? (await repo.listSites(db, among(q.sites), { ids: q.sites })).map(toSite) : [];
-  const networks = q.networks ? (await repo.listNetworks(db, among(q.networks), { ids: q.networks })).map(toNetwork) : [];
+  const [hosts, sites, networks] = await Promise.all([
+    q.hosts ? repo.listHosts(db, among(q.hosts), { ids: q.hosts }).then((r) => r.map(toHost)) : [],
+    q.sites ? repo.listSites(db, among(q.sites), { ids: q.sites }).then((r) => r.map(toSite)) : [],
+    q.networks ? repo.listNetworks(db, among(q.networks), { ids: q.networks }).then((r) => r.map(toNetwork)) : [],
+  ]);
   return { hosts, sites, networks };
 }
 

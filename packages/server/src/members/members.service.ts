@@ -2,9 +2,8 @@ import type { Member, Role } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import * as adminRepo from '../admin/admin.repo.js';
+import { ensureUser, newCredential } from '../admin/admin.service.js';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
-import * as authRepo from '../auth/auth.repo.js';
-import { generatePassword, hashPassword } from '../auth/passwords.js';
 import type { Principal } from '../auth/principal.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
@@ -55,18 +54,10 @@ export async function addMember(db: Kysely<DB>, p: Session, input: { email: stri
   if (!parsed.success) throw new AppError('validation_failed', 'email: not an email address', { issues: [{ path: 'body.email', message: 'not an email address' }] });
   const email = parsed.data;
   if (input.role === 'owner') requireOwnerFor(p, 'add an owner');
-  // scrypt before the transaction: on PGlite a transaction holds the only connection.
-  const password = (await authRepo.findUserByEmail(db, email)) ? undefined : generatePassword();
-  const hash = password === undefined ? undefined : await hashPassword(password);
+  const credential = await newCredential(undefined); // before the transaction (scrypt; PGlite's one connection)
   return db.transaction().execute(async (trx) => {
-    let user = await authRepo.findUserByEmail(trx, email);
-    let oneTimePassword: string | undefined;
-    if (!user) {
-      if (hash === undefined) throw new AppError('conflict', `${email} changed meanwhile; try again.`);
-      await adminRepo.insertUser(trx, { email, passwordHash: hash, mustChangePassword: true });
-      user = (await authRepo.findUserByEmail(trx, email))!;
-      oneTimePassword = password;
-    }
+    const { userId, generatedPassword: oneTimePassword } = await ensureUser(trx, email, false, credential, true);
+    const user = { id: userId };
     if (await adminRepo.findMembership(trx, p.organisationId, user.id)) throw new AppError('duplicate', `${email} is already a member; change the role instead.`);
     await adminRepo.insertMembership(trx, p.organisationId, user.id, input.role);
     await recordAudit(trx, actorOf(p, requestId), {

@@ -1,6 +1,6 @@
 import { type SharedTopologyGraph, toBoxBorder } from '@surveyor/contract';
+import { esc } from './svg.js';
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 const FILL: Record<string, [string, string]> = { host: ['#e8f0fe', '#2f6fde'], device: ['#f5f7fa', '#7b8794'], network: ['#eef7ee', '#3f9142'] };
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 

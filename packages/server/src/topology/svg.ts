@@ -3,7 +3,8 @@ import type { HostTopology } from '@surveyor/contract';
 /** Peers drawn on each side; the rest are counted in the legend. */
 export const MAX_DRAWN = 15;
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
+/** Text escaped for SVG and HTML (attributes included). */
+export const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
 const human = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} kB` : `${n} B`);
 const label = (p: HostTopology['inbound'][number]) => `${p.hostname ?? p.address}${p.hostId ? '' : ' (unknown)'}`;
 
