@@ -11,6 +11,7 @@ import { ago, dateTime } from '../format';
 import { useHost, useHostTopology, usePage, useSiteNames } from '../queries';
 import type { Certificate, CollectionPage, HostTopology as Topology, Service } from '../types';
 import { DaysLeft, trustLabels } from './CertificatesPage';
+import { hostLabel } from './hostLabel';
 import { usePageTitle } from './usePageTitle';
 
 const serviceColumns: ColumnDef<Service>[] = [
@@ -110,7 +111,7 @@ export function HostPage() {
   const findingsError = findings.find((q) => q.error)?.error;
   const h = host.data;
   const sites = useSiteNames([h?.siteId ?? null]);
-  const title = h ? (h.hostname ?? h.fqdn ?? h.addresses[0] ?? 'Host') : 'Host';
+  const title = hostLabel(h ?? undefined) ?? 'Host';
   usePageTitle(title);
 
   return (

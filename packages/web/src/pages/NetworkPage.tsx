@@ -123,7 +123,7 @@ export function NetworkPage() {
             <dt>Scheduler</dt>
             <dd>{scheduleText(n)}{n.schedule && <span className="muted"> (checked {ago(n.schedule.checkedAt)})</span>}</dd>
             <dt>Ports</dt>
-            <dd>top {n.topPortsTcp} TCP, top {n.topPortsUdp} UDP</dd>
+            <dd>{[n.topPortsTcp ? `top ${n.topPortsTcp} TCP` : 'no TCP', n.topPortsUdp ? `top ${n.topPortsUdp} UDP` : 'no UDP'].join(', ')}</dd>
             <dt>nmap</dt>
             <dd>{n.nmap.enabled ? `on (${n.nmap.scripts.join(', ') || 'no scripts'})` : 'off'}</dd>
             <dt>Last scan</dt>
