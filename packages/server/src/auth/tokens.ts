@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { KeyKind } from '../db/schema.js';
 
 /** Recognisable prefixes, so leaked-secret scanners can find our tokens. */
-export const tokenPrefixes = { api: 'svk_', daemon: 'svd_', metrics: 'svm_', scim: 'svs_', session: 'svx_' } as const satisfies Record<KeyKind | 'session', string>;
+export const tokenPrefixes = { api: 'svk_', daemon: 'svd_', metrics: 'svm_', scim: 'svs_', session: 'svx_', share: 'svt_' } as const satisfies Record<KeyKind | 'session' | 'share', string>;
 
 /** A new random token: prefix + 256 bits in base64url. */
 export function mintToken(kind: keyof typeof tokenPrefixes): string {

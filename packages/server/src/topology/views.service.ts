@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import {
   DEFAULT_SHARE_HOURS,
   MAX_VIEW_NODES,
@@ -12,7 +11,7 @@ import {
 } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
-import { hashToken } from '../auth/tokens.js';
+import { hashToken, mintToken, tokenPrefixes } from '../auth/tokens.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { type Graph, applicationGraph, networkGraph } from './graph.js';
@@ -20,7 +19,6 @@ import { placeNodes } from './layout.js';
 import * as repo from './views.repo.js';
 
 /** Share tokens: recognisable (and so redacted from logs, logger.ts) prefix + 256 random bits. */
-const SHARE_PREFIX = 'svt_';
 
 /** A build that cannot give a view (too large to draw): the view is `failed` with this reason. */
 export class ViewBuildError extends Error {}
@@ -147,7 +145,7 @@ export async function shareView(
       await recordAudit(trx, actor, { organisationId, action: 'topology.share_revoked', targetType: 'topology', targetId: id, changes: { revoked } });
       return { enabled: false, url: null, expiresAt: null };
     }
-    const token = SHARE_PREFIX + randomBytes(32).toString('base64url');
+    const token = mintToken('share');
     const expiresAt = new Date(now.getTime() + (body.expiresInHours ?? DEFAULT_SHARE_HOURS) * 3_600_000);
     await repo.putShare(trx, organisationId, id, hashToken(token), expiresAt, actor.userId ?? null);
     await recordAudit(trx, actor, { organisationId, action: 'topology.shared', targetType: 'topology', targetId: id, changes: { expiresAt: expiresAt.toISOString() } });
@@ -157,7 +155,7 @@ export async function shareView(
 
 /** The one view a live share token opens, and nothing else; unknown, revoked or expired: 404. */
 export async function sharedGraph(db: Kysely<DB>, token: string, now = new Date()): Promise<SharedTopologyGraph> {
-  const share = token.startsWith(SHARE_PREFIX) ? await repo.shareByToken(db, hashToken(token), now) : undefined;
+  const share = token.startsWith(tokenPrefixes.share) ? await repo.shareByToken(db, hashToken(token), now) : undefined;
   const t = share && (await repo.findTopology(db, share.organisation_id, share.topology_id));
   if (!share || !t) throw new AppError('not_found', 'This share link does not exist, was revoked or has expired.');
   const { kind, status, name, node_count: nodeCount, edge_count: edgeCount, built_at: builtAt } = t;
