@@ -2,9 +2,10 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { EnrolDaemonRequest, roleAtLeast } from '@surveyor/contract';
 import { zodResolver } from '@hookform/resolvers/zod';
-import { useMemo, useRef, useState } from 'react';
+import { useMemo, useState } from 'react';
 import { useForm } from 'react-hook-form';
 import { api } from '../api';
+import { CopyButton, CopyField } from '../components/Copy';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
 import { useRevealPanel } from '../components/focus';
@@ -46,32 +47,17 @@ function SiteCell({ daemon, sites, admin }: { daemon: DaemonSummary; sites: Map<
 }
 
 function Enrolled({ enrolled, onClose }: { enrolled: EnrolDaemonResponse; onClose: () => void }) {
-  const input = useRef<HTMLInputElement>(null);
-  const [copied, setCopied] = useState<'token' | 'command' | null>(null);
-  const copy = async (what: 'token' | 'command') => {
-    try {
-      await navigator.clipboard.writeText(what === 'token' ? enrolled.token : enrolled.command);
-      setCopied(what);
-    } catch {
-      input.current?.select(); // selected: Ctrl+C copies it
-      setCopied(null);
-    }
-  };
   return (
     <section className="minted" aria-labelledby="enrolled-title" {...useRevealPanel(onClose)}>
       <h2 id="enrolled-title">Daemon key minted</h2>
       <p role="status" className="warning">Copy the token now: it is shown only once and cannot be read again.</p>
       <div className="copy-row">
-        <label>
-          Token
-          <input ref={input} readOnly value={enrolled.token} className="mono" onFocus={(e) => e.target.select()} />
-        </label>
-        <button type="button" onClick={() => void copy('token')}>{copied === 'token' ? 'Copied' : 'Copy token'}</button>
+        <CopyField label="Token" value={enrolled.token} copyLabel="Copy token" />
       </div>
       <p>Run this on the daemon host; the daemon registers itself and appears below:</p>
       <pre className="command mono" aria-label="Command line">{enrolled.command}</pre>
       <div className="copy-row">
-        <button type="button" onClick={() => void copy('command')}>{copied === 'command' ? 'Copied' : 'Copy command'}</button>
+        <CopyButton text={enrolled.command} label="Copy command" />
         <button type="button" onClick={onClose}>Done</button>
       </div>
     </section>

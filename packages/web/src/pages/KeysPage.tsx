@@ -2,9 +2,10 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { CreateApiKeyRequest, type Scope, scopesForRole } from '@surveyor/contract';
 import { zodResolver } from '@hookform/resolvers/zod';
-import { useId, useMemo, useRef, useState } from 'react';
+import { useId, useMemo, useState } from 'react';
 import { Controller, useForm } from 'react-hook-form';
 import { api } from '../api';
+import { CopyField } from '../components/Copy';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
 import { ErrorAlert } from '../components/ErrorAlert';
@@ -16,27 +17,12 @@ import type { ApiKeyCreated, ApiKeyInfo } from '../types';
 import { usePageTitle } from './usePageTitle';
 
 function MintedKey({ created, onClose }: { created: ApiKeyCreated; onClose: () => void }) {
-  const input = useRef<HTMLInputElement>(null);
-  const [copied, setCopied] = useState(false);
-  const copy = async () => {
-    input.current?.select();
-    try {
-      await navigator.clipboard.writeText(created.token);
-      setCopied(true);
-    } catch {
-      setCopied(false); // selected: Ctrl+C copies it
-    }
-  };
   return (
     <section className="minted" aria-labelledby="minted-title" {...useRevealPanel(onClose)}>
       <h2 id="minted-title">Key “{created.name}” minted</h2>
       <p role="status" className="warning">Copy the token now: it is shown only once and cannot be read again.</p>
       <div className="copy-row">
-        <label>
-          Token
-          <input ref={input} readOnly value={created.token} className="mono" onFocus={(e) => e.target.select()} />
-        </label>
-        <button type="button" onClick={() => void copy()}>{copied ? 'Copied' : 'Copy'}</button>
+        <CopyField label="Token" value={created.token} />
         <button type="button" onClick={onClose}>Done</button>
       </div>
     </section>

@@ -2,9 +2,10 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { AddMemberRequest, type Role, roleAtLeast, roles } from '@surveyor/contract';
 import { zodResolver } from '@hookform/resolvers/zod';
-import { useMemo, useRef, useState } from 'react';
+import { useMemo, useState } from 'react';
 import { useForm } from 'react-hook-form';
 import { api } from '../api';
+import { CopyField } from '../components/Copy';
 import { DataTable } from '../components/DataTable';
 import { Dialog } from '../components/Dialog';
 import { useRevealPanel } from '../components/focus';
@@ -23,17 +24,6 @@ function grantable(viewer: Role): Role[] {
 }
 
 function OneTimePassword({ added, onClose }: { added: MemberAdded & { oneTimePassword: string }; onClose: () => void }) {
-  const input = useRef<HTMLInputElement>(null);
-  const [copied, setCopied] = useState(false);
-  const copy = async () => {
-    input.current?.select();
-    try {
-      await navigator.clipboard.writeText(added.oneTimePassword);
-      setCopied(true);
-    } catch {
-      setCopied(false); // selected: Ctrl+C copies it
-    }
-  };
   return (
     <section className="minted" aria-labelledby="otp-title" {...useRevealPanel(onClose)}>
       <h2 id="otp-title">{added.member.email} added as {added.member.role}</h2>
@@ -41,11 +31,7 @@ function OneTimePassword({ added, onClose }: { added: MemberAdded & { oneTimePas
         Give them this one-time password now: it is shown only once. They choose their own at their first sign-in.
       </p>
       <div className="copy-row">
-        <label>
-          One-time password
-          <input ref={input} readOnly value={added.oneTimePassword} className="mono" onFocus={(e) => e.target.select()} />
-        </label>
-        <button type="button" onClick={() => void copy()}>{copied ? 'Copied' : 'Copy'}</button>
+        <CopyField label="One-time password" value={added.oneTimePassword} />
         <button type="button" onClick={onClose}>Done</button>
       </div>
     </section>

@@ -4,6 +4,7 @@ import type { ColumnDef } from '@tanstack/react-table';
 import { useState } from 'react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ApiError } from '../../src/api';
+import { CopyField } from '../../src/components/Copy';
 import { DataTable } from '../../src/components/DataTable';
 import { Dialog } from '../../src/components/Dialog';
 import { ErrorAlert } from '../../src/components/ErrorAlert';
@@ -254,5 +255,29 @@ describe('DataTable', () => {
     window.localStorage.setItem('surveyor.columns.Hosts', '[not json');
     render(<DataTable caption="Hosts" data={hosts} columns={hostColumns} rowKey={(r) => r.id} />);
     expect(document.querySelectorAll('th[scope="col"]')).toHaveLength(5);
+  });
+});
+
+describe('CopyField', () => {
+  const clipboard = (writeText: (t: string) => Promise<void>) => Object.defineProperty(navigator, 'clipboard', { value: { writeText }, configurable: true });
+
+  it('copies the secret and says so', async () => {
+    const written: string[] = [];
+    clipboard(async (t) => void written.push(t));
+    render(<CopyField label="Token" value="svk_secret" />);
+    fireEvent.click(screen.getByRole('button', { name: 'Copy' }));
+    await screen.findByRole('button', { name: 'Copied' });
+    expect(written).toEqual(['svk_secret']);
+  });
+
+  it('selects the secret for Ctrl+C where the clipboard is refused', async () => {
+    clipboard(() => Promise.reject(new Error('not allowed')));
+    render(<CopyField label="Token" value="svk_secret" copyLabel="Copy token" />);
+    const input = screen.getByLabelText('Token') as HTMLInputElement;
+    fireEvent.click(screen.getByRole('button', { name: 'Copy token' }));
+    await vi.waitFor(() => expect(document.activeElement).toBe(input));
+    expect(input.selectionStart).toBe(0);
+    expect(input.selectionEnd).toBe('svk_secret'.length);
+    expect(screen.getByRole('button', { name: 'Copy token' })).toBeTruthy();
   });
 });
