@@ -81,8 +81,7 @@ export async function rebuildDependencies(db: Kysely<DB>, organisationId: string
       on conflict (organisation_id, kind, coalesce(site_id, '00000000-0000-0000-0000-000000000000'::uuid)) do update set
         status = 'ready', node_count = excluded.node_count, edge_count = excluded.edge_count, built_at = excluded.built_at, updated_at = now()
       returning id, site_id, node_count, edge_count`.execute(trx);
-    await sql`insert into change_log (organisation_id, entity_type, entity_id, action)
-      select ${organisationId}, 'topology', id, 'updated' from unnest(${topologies.rows.map((t) => t.id)}::uuid[]) as id`.execute(trx);
+    // The change log of these topologies is written once, by buildViews, which the job runs next.
     return {
       windowHours: DEPENDENCY_WINDOW_HOURS,
       from: from.toISOString(),
