@@ -100,6 +100,8 @@ describe('topology views: build, positions, share links, exports (issue #15; spe
     expect(res.statusCode, res.body).toBe(200);
     return res.json() as Json;
   };
+  const lastChange = async () =>
+    Number((await sql<{ id: string | null }>`select max(id)::text as id from change_log where organisation_id = ${org.organisationId}`.execute(t.database.db)).rows[0]?.id ?? 0);
   const regenerate = async () => {
     const res = await req('POST', '/api/v1/topology/regenerate', owner);
     expect(res.statusCode, res.body).toBe(200);
@@ -130,7 +132,15 @@ describe('topology views: build, positions, share links, exports (issue #15; spe
   afterAll(() => t.close());
 
   it('POST /api/v1/topology/regenerate builds the network and application views of each site through the job runner', async () => {
+    const before = await lastChange();
     const views = await regenerate();
+    // The live stream hears of each rebuilt view once (topology.updated), not once per step of the build.
+    const logged = await sql<{ entity_id: string; n: number }>`
+      select entity_id, count(*)::int as n from change_log
+      where organisation_id = ${org.organisationId} and entity_type = 'topology' and action = 'updated' and id > ${before}
+      group by entity_id`.execute(t.database.db);
+    expect(logged.rows.map((r) => r.n)).toEqual(views.map(() => 1));
+    expect(logged.rows.map((r) => r.entity_id).sort()).toEqual(views.map((v) => v.id).sort());
     const net = views.find((v) => v.kind === 'network' && v.siteId === s.siteId)!;
     const app = views.find((v) => v.kind === 'application' && v.siteId === s.siteId)!;
     expect(net).toMatchObject({ status: 'ready', nodeCount: 8, edgeCount: 9, failureReason: null, builtAt: expect.any(String) });
