@@ -11,6 +11,8 @@ export default defineConfig({
     include: ['packages/*/test/**/*.test.ts', 'packages/web/test/**/*.test.tsx'],
     // Every response a server test receives is checked against the documented contract.
     setupFiles: ['packages/server/test/setup.ts'],
+    // The default report, then the list of what was skipped for want of a program (test/system-tools.ts).
+    reporters: ['default', './test/tool-skips.reporter.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -232,4 +232,4 @@ describeLab('the daemon against the real server, scanning the lab', () => {
     expect(daemon.daemonId).toBe(before.id);
     expect((await consoleGet('/api/v1/daemons')).data.filter((d: Json) => d.name === 'lab-daemon')).toHaveLength(1);
   });
-});
+}, ['nmap', 'lldpd', 'lldpcli', 'softflowd', 'gcc']);

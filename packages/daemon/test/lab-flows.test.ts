@@ -57,4 +57,4 @@ describeLab('flow collection from softflowd on the lab (NetFlow v9 and IPFIX)', 
     expect(seen.some((x) => x.srcIp === server!.v4 && x.dstIp === client!.v4)).toBe(false);
     expect(collector.packets).toBeGreaterThan(0);
   }, 90_000);
-});
+}, ['softflowd', 'gcc']);

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { haveTools } from '../../../test/system-tools.js';
 import { createLogger } from '../src/log.js';
 import { type Batch, runNetworkScan } from '../src/scan/scanner.js';
 import { findExecutable } from '../src/system.js';
@@ -99,43 +100,44 @@ describeLab('scanner on the lab', () => {
     expect(first.stats.hostsTotal).toBe(4);
   });
 
-  it('runs the real nmap when the job enables it: services with product, version and CPE 2.3', async () => {
-    const nmap = findExecutable('nmap');
-    expect(nmap, 'nmap is on PATH (.ci/run installs it)').not.toBeNull();
-    const [web] = lab.hosts;
-    const { batches, logs, degraded } = await scan(job(`${web!.v4}/32`, { nmap: true, scripts: ['default'] }), undefined, nmap);
-    expect(degraded).toEqual([]);
-    const ran = logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'running nmap');
-    expect(ran.args).toEqual(expect.arrayContaining(['-n', '-sT', '-sV', '--script', '(default) and not (external or broadcast)', '-oX', '-']));
-    const services = batches.flatMap((b) => b.services ?? []);
-    const ssh = services.find((s) => s.port === 22)!;
-    expect(ssh).toMatchObject({ signatureSource: 'nmap', name: 'ssh', product: 'OpenSSH', vendor: 'openbsd' });
-    expect(ssh.version).toMatch(/^9\.2p1/);
-    expect(ssh.cpe).toBe('cpe:2.3:a:openbsd:openssh:9.2p1:*:*:*:*:*:*:*');
-    expect(services.find((s) => s.port === 80)?.name).toBe('http');
-    // Certificates are the daemon's own capture, nmap or not.
-    expect(batches.flatMap((b) => b.tls ?? []).map((t) => t.port)).toEqual([443]);
-  }, 120_000);
+  describe.skipIf(!haveTools('the lab scans with nmap', ['nmap']))('with the real nmap', () => {
+    it('runs the real nmap when the job enables it: services with product, version and CPE 2.3', async () => {
+      const nmap = findExecutable('nmap');
+      const [web] = lab.hosts;
+      const { batches, logs, degraded } = await scan(job(`${web!.v4}/32`, { nmap: true, scripts: ['default'] }), undefined, nmap);
+      expect(degraded).toEqual([]);
+      const ran = logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'running nmap');
+      expect(ran.args).toEqual(expect.arrayContaining(['-n', '-sT', '-sV', '--script', '(default) and not (external or broadcast)', '-oX', '-']));
+      const services = batches.flatMap((b) => b.services ?? []);
+      const ssh = services.find((s) => s.port === 22)!;
+      expect(ssh).toMatchObject({ signatureSource: 'nmap', name: 'ssh', product: 'OpenSSH', vendor: 'openbsd' });
+      expect(ssh.version).toMatch(/^9\.2p1/);
+      expect(ssh.cpe).toBe('cpe:2.3:a:openbsd:openssh:9.2p1:*:*:*:*:*:*:*');
+      expect(services.find((s) => s.port === 80)?.name).toBe('http');
+      // Certificates are the daemon's own capture, nmap or not.
+      expect(batches.flatMap((b) => b.tls ?? []).map((t) => t.port)).toEqual([443]);
+    }, 120_000);
 
-  it('stops at a cancel: nmap is killed and no final batch is sent', async () => {
-    const [web] = lab.hosts;
-    const abort = new AbortController();
-    const batches: Batch[] = [];
-    const run = runNetworkScan(job(`${web!.v4}/32`, { nmap: true, scripts: ['default'], top: 100 }), {
-      config: scanConfig,
-      nmap: findExecutable('nmap'),
-      // Cancel once nmap runs (the port scan takes seconds there).
-      log: createLogger('debug', (l) => {
-        if (JSON.parse(l).msg === 'running nmap') setTimeout(() => abort.abort(), 500);
-      }),
-      signal: abort.signal,
-      send: async (b) => void batches.push(b),
-      degrade: () => {},
+    it('stops at a cancel: nmap is killed and no final batch is sent', async () => {
+      const [web] = lab.hosts;
+      const abort = new AbortController();
+      const batches: Batch[] = [];
+      const run = runNetworkScan(job(`${web!.v4}/32`, { nmap: true, scripts: ['default'], top: 100 }), {
+        config: scanConfig,
+        nmap: findExecutable('nmap'),
+        // Cancel once nmap runs (the port scan takes seconds there).
+        log: createLogger('debug', (l) => {
+          if (JSON.parse(l).msg === 'running nmap') setTimeout(() => abort.abort(), 500);
+        }),
+        signal: abort.signal,
+        send: async (b) => void batches.push(b),
+        degrade: () => {},
+      });
+      await expect(run).rejects.toThrow('cancelled');
+      expect(batches).toHaveLength(1);
+      expect(batches[0]!.final).toBe(false);
+      await expect.poll(() => nmapRunningOn(web!.v4)).toBe(false);
     });
-    await expect(run).rejects.toThrow('cancelled');
-    expect(batches).toHaveLength(1);
-    expect(batches[0]!.final).toBe(false);
-    await expect.poll(() => nmapRunningOn(web!.v4)).toBe(false);
   });
 
   it('does not report again a gone host whose neighbour entry the kernel still remembers (STALE)', async () => {

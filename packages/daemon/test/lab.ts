@@ -1,4 +1,5 @@
-import { describe, it } from 'vitest';
+import { describe } from 'vitest';
+import { type Tool, haveTools, skipOrFail } from '../../../test/system-tools.js';
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -173,21 +174,18 @@ export async function buildLab(specs: LabHostSpec[], opts: { lldp?: boolean } = 
 }
 
 /**
- * `describe` for tests that need the lab. Where it cannot be built they are skipped, saying why;
- * under CI (CI=true), which can build it, that is a failure instead.
+ * `describe` for tests that need the lab and the programs `tools` (besides `ip` and `openssl`,
+ * which every lab uses). Where the lab cannot be built or a program is missing they are skipped,
+ * saying why (test/system-tools.ts); under CI (CI=true), which can build it, that is a failure.
  */
-export function describeLab(name: string, body: () => void): void {
-  const support = labSupport();
-  if (!support.ok && process.env.CI === 'true') {
-    describe(name, () => {
-      it('builds the network-namespace lab', () => {
-        throw new Error(`CI must run the lab tests, but ${support.why}`);
-      });
-    });
-    return;
+export function describeLab(name: string, body: () => void, tools: readonly Tool[] = []): void {
+  const what = `the daemon's lab tests "${name}"`;
+  let ok = haveTools(what, ['ip', 'openssl', 'ps', ...tools]);
+  if (ok) {
+    const support = labSupport();
+    ok = support.ok || skipOrFail(what, support.why);
   }
-  if (!support.ok) console.warn(`[lab] skipping "${name}": ${support.why}`);
-  describe.skipIf(!support.ok)(name, body);
+  describe.skipIf(!ok)(name, body);
 }
 
 async function lldpReady(socket: string) {

@@ -1,9 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import { createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../src/admin/admin.service.js';
 import { verifyAttestation } from '../src/attestation/attestation.service.js';
@@ -15,7 +14,8 @@ import { addHost, addService } from './fixtures.js';
 import { PASSWORD, type SeededOrg, type TestApp, bearer, buildTestApp, createTestDatabase, login, seedOrg } from './helpers.js';
 
 // Snapshot attestations (issue 15; spec 4.6; decisions.md "Attestation PDF"): the signed PDF, read
-// back with poppler's pdftotext, checked by the offline verifier; the signing key's life.
+// back with Mozilla's pdf.js (the library behind Firefox's PDF viewer), checked by the offline
+// verifier; the signing key's life.
 
 const STAT_LABELS = { hosts: 'Hosts', addresses: 'Addresses', services: 'Services', networks: 'Networks', sites: 'Sites', certificates: 'Certificates', vulnerabilities: 'Vulnerabilities', topologies: 'Topologies' };
 
@@ -27,7 +27,6 @@ let apiKey: string;
 let editorEmail: string;
 let viewerEmail: string;
 let adminEmail: string;
-let work: string;
 
 const cookieOf = async (email: string) => ({ cookie: (await login(t.app, email)).cookie });
 const attestation = (id: string, headers: Record<string, string>) => t.app.inject({ method: 'GET', url: `/api/v1/snapshots/${id}/attestation.pdf`, headers });
@@ -38,11 +37,33 @@ function expectProblem(res: Awaited<ReturnType<typeof attestation>>, status: num
   expect(res.json()).toMatchObject({ status, code });
 }
 
-/** The text of a PDF as poppler renders it (layout kept, so a label and its value share a line). */
-function pdfText(pdf: Buffer): string {
-  const file = path.join(work, `${randomBytes(4).toString('hex')}.pdf`);
-  writeFileSync(file, pdf);
-  return execFileSync('pdftotext', ['-layout', '-enc', 'UTF-8', file, '-'], { encoding: 'utf8' });
+/** pdf.js's metrics of the 14 standard PDF fonts (the attestation uses Helvetica and Courier). */
+const STANDARD_FONTS = `${path.dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json'))}/standard_fonts/`;
+
+/**
+ * The text of a PDF as a reader sees it: pdf.js's text items put back into lines by their
+ * baseline, left to right, with a space where there is a gap, so a label and its value share a line.
+ */
+async function pdfText(pdf: Buffer): Promise<string> {
+  const doc = await getDocument({ data: new Uint8Array(pdf), standardFontDataUrl: STANDARD_FONTS, useSystemFonts: false, isEvalSupported: false }).promise;
+  const lines: string[] = [];
+  for (let n = 1; n <= doc.numPages; n++) {
+    const content = await (await doc.getPage(n)).getTextContent();
+    const rows = new Map<number, { x: number; end: number; str: string }[]>();
+    for (const item of content.items) {
+      if (!('str' in item) || item.str === '') continue;
+      const [, , , , x, y] = item.transform as number[];
+      const row = rows.get(Math.round(y!)) ?? [];
+      row.push({ x: x!, end: x! + item.width, str: item.str });
+      rows.set(Math.round(y!), row);
+    }
+    for (const [, row] of [...rows].sort(([a], [b]) => b - a)) {
+      row.sort((a, b) => a.x - b.x);
+      lines.push(row.map((r, i) => (i > 0 && r.x > row[i - 1]!.end + 0.5 ? ' ' : '') + r.str).join(''));
+    }
+  }
+  await doc.destroy();
+  return lines.join('\n');
 }
 
 /** The stored snapshot content, as `snapshots content` writes it (gzip). */
@@ -65,7 +86,6 @@ function replaceOnce(pdf: Buffer, from: string, to: string): Buffer {
 }
 
 beforeAll(async () => {
-  work = mkdtempSync(path.join(tmpdir(), 'surveyor-attest-'));
   t = await buildTestApp();
   // A name with a non-ASCII letter and parentheses: printed as is, escaped in the signed statement.
   const name = `Acme Zürich (Ops) ${randomBytes(3).toString('hex')}`;
@@ -90,7 +110,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await t.close();
-  rmSync(work, { recursive: true, force: true });
 });
 
 describe('GET /api/v1/snapshots/{id}/attestation.pdf', () => {
@@ -101,7 +120,7 @@ describe('GET /api/v1/snapshots/{id}/attestation.pdf', () => {
     expect(res.headers['content-disposition']).toBe(`attachment; filename="snapshot-${snapshot.id}-attestation.pdf"`);
     const pdf = res.rawPayload;
     expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
-    const text = pdfText(pdf);
+    const text = await pdfText(pdf);
     const key = (await storedPublicKey(t.database.db))!;
     const verdict = await verifyAttestation(pdf, await trusted());
     expect(verdict.valid).toBe(true);
@@ -144,7 +163,7 @@ describe('GET /api/v1/snapshots/{id}/attestation.pdf', () => {
       .executeTakeFirstOrThrow();
     const res = await attestation(old.id, await cookieOf(org.ownerEmail));
     expect(res.statusCode, res.body).toBe(200);
-    expect(pdfText(res.rawPayload)).toMatch(/^\s*SHA-256\s+not recorded \(taken before snapshot content was kept\)\s*$/m);
+    expect(await pdfText(res.rawPayload)).toMatch(/^\s*SHA-256\s+not recorded \(taken before snapshot content was kept\)\s*$/m);
     expect(await verifyAttestation(res.rawPayload, await trusted())).toMatchObject({ valid: true, contentChecked: false, payload: { contentSha256: null, contentBytes: null, stats: { hosts: 1, services: 0 } } });
     expect(await verifyAttestation(res.rawPayload, await trusted(), await storedContent(snapshot.id))).toMatchObject({ valid: false, reason: expect.stringMatching(/records no content digest/) });
   });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, type BrowserContext, type BrowserContextOptions, type Locator, type Page, chromium } from 'playwright-core';
+import { haveTools, onPath, skipOrFail } from '../../../test/system-tools.js';
 import { setPassword } from '../../server/src/auth/auth.repo.js';
 import { hashPassword } from '../../server/src/auth/passwords.js';
 import { loadConfig } from '../../server/src/config.js';
@@ -15,10 +16,12 @@ import type { SeededOrg, TestApp } from '../../server/test/helpers.js';
 // under `npm start`), Debian's Chromium driven by playwright-core, and a few page helpers.
 // Screenshots go to test-output/console/ (look at them after a UI change).
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-export const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium && process.env.CI) throw new Error(`CI runs the console's end-to-end tests: install Debian's chromium (${CHROMIUM} is missing)`);
-if (!haveChromium) console.warn(`console end-to-end tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+/** Debian's Chromium (`chromium` on PATH), or the browser CHROMIUM_PATH names. */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? onPath('chromium') ?? 'chromium';
+/** Whether the browser is there; when not, the files skip saying so, and fail under CI (test/system-tools.ts). */
+export const haveChromium = process.env.CHROMIUM_PATH
+  ? existsSync(CHROMIUM) || skipOrFail("the console's end-to-end tests", `CHROMIUM_PATH names ${CHROMIUM}, which does not exist`)
+  : haveTools("the console's end-to-end tests", ['chromium']);
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const shots = path.join(repoRoot, 'test-output/console');
