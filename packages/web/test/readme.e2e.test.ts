@@ -57,7 +57,9 @@ describe.skipIf(!haveChromium)("the README's console pictures", () => {
     const owner = await login(c.t.app, c.owner.email, c.owner.password);
     const matched = await c.t.app.inject({ method: 'POST', url: '/api/v1/admin/cve-match', headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrfToken } });
     expect(matched.statusCode, matched.body).toBe(200);
-    expect(matched.json().opened).toBe(SERVERS);
+    // The server's own cve.match may have run first: count what is open, whoever opened it.
+    const open = await c.t.app.inject({ method: 'GET', url: '/api/v1/vulnerabilities?state=open&limit=500', headers: bearer(api) });
+    expect(open.json().data).toHaveLength(SERVERS);
     const snap = await c.t.app.inject({ method: 'POST', url: '/api/v1/snapshots', headers: bearer(api), payload: { reason: 'audit' } });
     expect(snap.statusCode, snap.body).toBe(201);
 
