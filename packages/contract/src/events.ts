@@ -121,3 +121,22 @@ export const EventPayload = z.object({
   subject: z.object({ type: z.string(), id: z.string() }),
   data: z.record(z.string(), z.unknown()),
 });
+
+/**
+ * The live change stream's vocabulary (`GET /api/sse`): every entity whose changes it carries, and
+ * what happened to it (`started`, `finished`, `failed` are a job's). Each message is `event: <type>.<action>` with `data: ChangeMessage`. The
+ * server logs changes only with these; the console maps each type to what it refreshes.
+ */
+export const changeTypes = ['host', 'service', 'network', 'scan', 'snapshot', 'daemon', 'topology', 'job', 'vulnerability', 'site'] as const;
+export const changeActions = ['created', 'updated', 'deleted', 'started', 'finished', 'failed'] as const;
+export type ChangeType = (typeof changeTypes)[number];
+export type ChangeAction = (typeof changeActions)[number];
+/** The stream's control events: `reset` (the resume point is too old: reload), `overflow` (the client fell behind and was closed). */
+export const streamControlEvents = ['reset', 'overflow'] as const;
+
+export const ChangeMessage = z.object({
+  type: z.enum(changeTypes),
+  id: z.string(),
+  action: z.enum(changeActions),
+  at: z.string(),
+});

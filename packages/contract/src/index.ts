@@ -19,3 +19,4 @@ export { acceptsSession } from './route-def.js';
 export * from './routes.js';
 export * from './responses.js';
 export * from './openapi.js';
+export * from './client.js';

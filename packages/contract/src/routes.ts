@@ -6,7 +6,7 @@ import { authRoutes } from './routes/auth.js';
 import { daemonRoutes } from './routes/daemon.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
-import { inventoryReadRoutes, inventoryRoutes, inventoryWriteRoutes } from './routes/inventory.js';
+import { routeOfCollection, inventoryReadRoutes, inventoryRoutes, inventoryWriteRoutes } from './routes/inventory.js';
 import { jobRoutes } from './routes/jobs.js';
 import { lookupRoutes } from './routes/lookup.js';
 import { memberRoutes } from './routes/members.js';
@@ -23,6 +23,7 @@ export { LOOKUP_MAX_IDS, LookupResult } from './routes/lookup.js';
 export { SnapshotDiff, SnapshotDiffChange, SnapshotDiffKind, SnapshotDiffQuery, SnapshotDiffSection, snapshotDiffKinds, snapshotDiffSections } from './routes/snapshots.js';
 
 export {
+  routeOfCollection,
   advisoryRoutes,
   attestationRoutes,
   authRoutes,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { FlowsResponse, HeartbeatResponse, NetworkJob, ObservationsResponse, PollResponse, RegisterResponse } from '@surveyor/contract';
+import { type NetworkJob, type PollResponse, routes } from '@surveyor/contract';
 import type { z } from 'zod';
 import type { DaemonConfig } from './config.js';
 import { ProblemError, ServerClient, StoppedError, backoffMs, sleep } from './http.js';
@@ -143,7 +143,7 @@ export class Daemon {
     const batch = collector.buffer.take();
     if (batch.flows.length === 0 && batch.dropped === 0) return;
     try {
-      const res = await this.client.post('/api/v1/daemon/flows', batch, { response: FlowsResponse, retryForMs: (this.config.flows?.flushSeconds ?? 60) * 1000, timeoutMs: 60_000 });
+      const res = await this.client.call(routes.daemonFlows, { body: batch }, { retryForMs: (this.config.flows?.flushSeconds ?? 60) * 1000, timeoutMs: 60_000 });
       this.log.debug('flows delivered', { flows: batch.flows.length, dropped: batch.dropped, accepted: res?.accepted });
     } catch (e) {
       collector.buffer.restore(batch);
@@ -191,7 +191,7 @@ export class Daemon {
     this.client.daemonId = undefined;
     let res;
     try {
-      res = await this.client.post('/api/v1/daemon/register', body, { response: RegisterResponse });
+      res = await this.client.call(routes.daemonRegister, { body });
     } catch (e) {
       if (e instanceof ProblemError && (e.status === 401 || e.status === 403)) throw new FatalError(`the server refused the daemon key (${e.status} ${e.code ?? ''}): enrol the daemon again for a new key`);
       throw e;
@@ -220,7 +220,7 @@ export class Daemon {
     const h = this.health();
     try {
       // `reason` is not in the protocol's schema: servers ignore it, the log and a newer server read it.
-      const res = await this.client.post('/api/v1/daemon/heartbeat', { ...h, loadedSignatures: { core: CORE_SIGNATURE_COUNT, custom: 0 } }, { response: HeartbeatResponse, once: true, timeoutMs: 15_000 });
+      const res = await this.client.call(routes.daemonHeartbeat, { body: { ...h, loadedSignatures: { core: CORE_SIGNATURE_COUNT, custom: 0 } } }, { once: true, timeoutMs: 15_000 });
       this.log.debug('heartbeat', { status: res?.status, ...(h.reason ? { reason: h.reason } : {}) });
     } catch (e) {
       if (e instanceof StoppedError) throw e;
@@ -254,7 +254,7 @@ export class Daemon {
     let failures = 0;
     while (!this.stopped) {
       try {
-        const job = await this.client.post('/api/v1/daemon/jobs/poll', { waitSeconds: this.pollSeconds }, { response: PollResponse, timeoutMs: (this.pollSeconds + 15) * 1000, once: true });
+        const job = await this.client.call(routes.daemonPoll, { body: { waitSeconds: this.pollSeconds } }, { timeoutMs: (this.pollSeconds + 15) * 1000, once: true });
         failures = 0;
         if (job) this.take(job);
       } catch (e) {
@@ -344,7 +344,7 @@ export class Daemon {
   private async send(job: Job, batch: Batch, abort: AbortController): Promise<void> {
     if (abort.signal.aborted) throw new ScanCancelled();
     try {
-      const res = await this.client.post('/api/v1/daemon/observations', { sessionId: job.sessionId, ...batch }, { response: ObservationsResponse, retryForMs: 10 * 60_000, timeoutMs: 120_000 });
+      const res = await this.client.call(routes.daemonObservations, { body: { sessionId: job.sessionId, ...batch } }, { retryForMs: 10 * 60_000, timeoutMs: 120_000 });
       this.log.debug('batch delivered', { sessionId: job.sessionId, final: batch.final ?? false, hosts: batch.hosts?.length ?? 0, ports: batch.ports?.length ?? 0, accepted: res?.accepted, dedupHits: res?.dedupHits });
     } catch (e) {
       if (e instanceof ProblemError && e.code === 'session_cancelled') {

@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { Agent, fetch } from 'undici';
-import type { z } from 'zod';
+import { type Call, type ClientRequest, type ClientResponse, createClient } from '@surveyor/contract';
 import type { Logger } from './log.js';
 
 /** A refusal from the server: an RFC 9457 problem (status, `code`, `detail`). */
@@ -42,9 +42,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-export interface CallOptions<T extends z.ZodType> {
-  /** Schema of a 200 body; a 204 answers undefined. */
-  response: T;
+export interface CallOptions {
   /** Per-attempt timeout. */
   timeoutMs?: number;
   /** Give up retrying after this long (default: keep retrying until stopped). */
@@ -56,14 +54,18 @@ export interface CallOptions<T extends z.ZodType> {
 const GZIP_FROM_BYTES = 1024;
 
 /**
- * The daemon's HTTP client: bearer key, X-Daemon-ID once known, JSON bodies gzip-compressed when
- * large (until the server refuses gzip with 415, then plain), and retries of transient failures
- * (network errors, timeouts, 429 after its Retry-After, 5xx) with exponential backoff and jitter.
- * A 4xx other than 408/429 is not retried: it is thrown as a ProblemError.
+ * The daemon's transport for the contract's typed client (`client.call(routes.daemonHeartbeat,
+ * { body })`, each answer checked against the route's response schema): bearer key, X-Daemon-ID
+ * once known, JSON bodies gzip-compressed when large (until the server refuses gzip with 415, then
+ * plain), and retries of transient failures (network errors, timeouts, 429 after its Retry-After,
+ * 5xx) with exponential backoff and jitter. A 4xx other than 408/429 is not retried: it is thrown
+ * as a ProblemError.
  */
 export class ServerClient {
   daemonId: string | undefined;
   gzip = true;
+  /** Calls a route of the daemon protocol; answers its response (undefined for a 204). */
+  readonly call: Call<CallOptions> = createClient<CallOptions>((request, opts) => this.send(request, opts ?? {}), { validate: true });
   /** The daemon's own connection pool (keep-alive), closed with the daemon so no socket outlives it. */
   private readonly agent = new Agent({ keepAliveTimeout: 30_000, connect: { timeout: 15_000 } });
 
@@ -77,13 +79,14 @@ export class ServerClient {
     stop.addEventListener('abort', () => void this.agent.destroy().catch(() => undefined), { once: true });
   }
 
-  async post<T extends z.ZodType>(path: string, body: unknown, opts: CallOptions<T>): Promise<z.output<T> | undefined> {
+  private async send(request: ClientRequest, opts: CallOptions): Promise<ClientResponse> {
+    const { path } = request;
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {
       if (this.stop.aborted) throw new StoppedError();
       let retryAfterMs: number | undefined;
       try {
-        return await this.attempt(path, body, opts);
+        return await this.attempt(request, opts);
       } catch (e) {
         if (e instanceof StoppedError || this.stop.aborted) throw new StoppedError();
         const transient = !(e instanceof ProblemError) || e.status >= 500 || e.status === 408 || e.status === 429;
@@ -97,8 +100,9 @@ export class ServerClient {
     }
   }
 
-  private async attempt<T extends z.ZodType>(path: string, body: unknown, opts: CallOptions<T>): Promise<z.output<T> | undefined> {
-    const json = Buffer.from(JSON.stringify(body));
+  private async attempt(request: ClientRequest, opts: CallOptions): Promise<ClientResponse> {
+    const { path } = request;
+    const json = Buffer.from(JSON.stringify(request.body ?? {}));
     const compress = this.gzip && json.length >= GZIP_FROM_BYTES;
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.key}`,
@@ -109,9 +113,9 @@ export class ServerClient {
       ...(compress ? { 'content-encoding': 'gzip' } : {}),
     };
     const signal = AbortSignal.any([this.stop, AbortSignal.timeout(opts.timeoutMs ?? 30_000)]);
-    const res = await fetch(`${this.server}${path}`, { method: 'POST', headers, body: compress ? gzipSync(json) : json, signal, dispatcher: this.agent });
+    const res = await fetch(`${this.server}${path}`, { method: request.method, headers, body: compress ? gzipSync(json) : json, signal, dispatcher: this.agent });
     const text = await res.text();
-    if (res.status === 204) return undefined;
+    if (res.status === 204) return { status: 204, body: undefined };
     let parsed: unknown;
     try {
       parsed = text === '' ? undefined : JSON.parse(text);
@@ -124,15 +128,13 @@ export class ServerClient {
         // This server does not take gzip bodies: send plain from now on, at once.
         this.gzip = false;
         this.log.info('the server refuses gzip request bodies; sending them uncompressed');
-        return this.attempt(path, body, opts);
+        return this.attempt(request, opts);
       }
       const err = new ProblemError(res.status, p.code, p.detail, path);
       const ra = Number(res.headers.get('retry-after'));
       if (Number.isFinite(ra) && ra > 0) Object.assign(err, { retryAfterMs: ra * 1000 });
       throw err;
     }
-    const r = opts.response.safeParse(parsed);
-    if (!r.success) throw new Error(`${path}: unexpected answer from the server (${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')})`);
-    return r.data;
+    return { status: res.status, body: parsed };
   }
 }

@@ -53,6 +53,18 @@ export const inventoryReadRoutes = {
   listTopologies: collectionRoute('topologies'),
 } as const satisfies Record<string, RouteDef>;
 
+/** The read route of each collection, by collection name. */
+export const routeOfCollection = {
+  hosts: inventoryReadRoutes.listHosts,
+  services: inventoryReadRoutes.listServices,
+  networks: inventoryReadRoutes.listNetworks,
+  sites: inventoryReadRoutes.listSites,
+  certificates: inventoryReadRoutes.listCertificates,
+  vulnerabilities: inventoryReadRoutes.listVulnerabilities,
+  snapshots: inventoryReadRoutes.listSnapshots,
+  topologies: inventoryReadRoutes.listTopologies,
+} as const satisfies Record<CollectionName, RouteDef>;
+
 /** Changes to the inventory through API keys. */
 export const inventoryWriteRoutes = {
   createNetwork: route({

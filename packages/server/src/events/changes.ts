@@ -1,13 +1,14 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
+import type { ChangeAction, ChangeType } from '@surveyor/contract';
 import type { DB } from '../db/schema.js';
 
 /**
- * What the live change stream (GET /api/sse) names: `event: <type>.<action>`. Every state change
+ * What the live change stream (GET /api/sse) names: `event: <type>.<action>`, the types and
+ * actions of the contract (`changeTypes`, `changeActions`). Every state change
  * of these entities writes a change_log row in the transaction of the change (README, "Live
  * change stream", lists when); a trigger notifies the streams at commit.
  */
-export type ChangeType = 'host' | 'service' | 'network' | 'scan' | 'snapshot' | 'daemon' | 'topology' | 'job' | 'vulnerability' | 'site';
-export type ChangeAction = 'created' | 'updated' | 'deleted';
+export type { ChangeAction, ChangeType } from '@surveyor/contract';
 
 /**
  * Logs `action` for each id, in the caller's transaction: one statement with two array

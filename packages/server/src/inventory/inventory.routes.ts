@@ -1,4 +1,4 @@
-import { type CollectionName, routes } from '@surveyor/contract';
+import { type CollectionName, routeOfCollection as collections, routes } from '@surveyor/contract';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
@@ -6,17 +6,6 @@ import { keyActor, sessionPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import type { CursorCodec } from './cursor.js';
 import * as inventory from './inventory.service.js';
-
-const collections = {
-  hosts: routes.listHosts,
-  services: routes.listServices,
-  networks: routes.listNetworks,
-  sites: routes.listSites,
-  certificates: routes.listCertificates,
-  vulnerabilities: routes.listVulnerabilities,
-  snapshots: routes.listSnapshots,
-  topologies: routes.listTopologies,
-} as const;
 
 /** The eight collection reads and the inventory writes (spec 4.1, 4.3). */
 export function registerInventoryRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; cursors: CursorCodec }): void {

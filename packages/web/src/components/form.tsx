@@ -1,7 +1,9 @@
-import { type ReactNode, useId } from 'react';
-import { type FieldErrors, type FieldPath, type FieldValues, type UseFormSetError, get } from 'react-hook-form';
+import { zodResolver } from '@hookform/resolvers/zod';
+import { type UseMutationResult, useMutation } from '@tanstack/react-query';
+import { type FormEvent, type ReactNode, useId, useState } from 'react';
+import { type DefaultValues, type FieldErrors, type FieldPath, type FieldValues, type Resolver, type UseFormReturn, type UseFormSetError, get, useForm } from 'react-hook-form';
 import type { z } from 'zod';
-import { ApiError } from '../api';
+import { ApiError } from '../lib/api';
 
 // Forms are react-hook-form with the contract's own request schema as the resolver
 // (`zodResolver(Schema, plainMessages)`), so what the API accepts is written once, in
@@ -89,4 +91,69 @@ export function setServerIssues<T extends FieldValues>(error: unknown, setError:
     setError(field, { type: 'server', message: issue.message }, { shouldFocus: done.size === 1 });
   }
   return done.size > 0;
+}
+
+export interface ContractFormOptions<In extends FieldValues, Out, R> {
+  /** The contract's request schema: the form's resolver, so the form refuses what the API refuses. */
+  schema: z.ZodType<Out, In>;
+  defaultValues: DefaultValues<In>;
+  /** `onChange` checks as the user types (submit stays disabled until valid); default: on submit. */
+  mode?: 'onChange' | 'onSubmit';
+  /** The call that sends the checked body. */
+  submit: (body: Out) => Promise<R>;
+  /** The fields a 400 `validation_failed` may name; each message goes onto its field. */
+  fields: readonly FieldPath<In>[];
+  /** After a success: invalidate, close a dialog, show what was created. */
+  onSuccess?: (result: R) => void;
+  /** Empty the form after a success (default), or keep what was typed. */
+  reset?: boolean;
+}
+
+export interface ContractForm<In extends FieldValues, Out, R> {
+  form: UseFormReturn<In, unknown, Out>;
+  mutation: UseMutationResult<R, Error, Out>;
+  /** For `<form onSubmit>`: checks, then sends. */
+  onSubmit: (e?: FormEvent) => Promise<void>;
+  /** The last success, until the user edits again. */
+  done: R | null;
+  /** For each control's `onChange`: editing clears the previous answer (success or refusal). */
+  edited: () => void;
+  /** A field's message once it holds text: an emptied field only keeps submit disabled. */
+  shown: (field: FieldPath<In>) => string | undefined;
+}
+
+/**
+ * The form pattern every create and edit screen shares: react-hook-form over the contract's schema,
+ * one mutation sending the checked body, the server's field errors put on their fields, the result
+ * kept until the next edit.
+ */
+export function useContractForm<In extends FieldValues, Out, R>(o: ContractFormOptions<In, Out, R>): ContractForm<In, Out, R> {
+  const [done, setDone] = useState<R | null>(null);
+  // The resolver's own generics cannot follow a schema passed through a generic helper: the types meet here once.
+  const resolver = zodResolver(o.schema as never, plainMessages) as unknown as Resolver<In, unknown, Out>;
+  const form = useForm<In, unknown, Out>({ resolver, mode: o.mode ?? 'onSubmit', defaultValues: o.defaultValues });
+  const mutation = useMutation<R, Error, Out>({
+    mutationFn: o.submit,
+    onSuccess: (r) => {
+      if (o.reset !== false) form.reset();
+      setDone(r);
+      o.onSuccess?.(r);
+    },
+    onError: (e) => setServerIssues(e, form.setError, o.fields),
+  });
+  const values = form.watch();
+  return {
+    form,
+    mutation,
+    onSubmit: form.handleSubmit((body) => mutation.mutate(body)),
+    done,
+    edited: () => {
+      if (mutation.error) mutation.reset();
+      setDone(null);
+    },
+    shown: (field) => {
+      const v: unknown = get(values, field);
+      return v === undefined || v === null || String(v).trim() === '' ? undefined : errorAt(form.formState.errors, field);
+    },
+  };
 }

@@ -3,7 +3,7 @@ import { cleanup, fireEvent, render, screen } from '@testing-library/react';
 import type { ColumnDef } from '@tanstack/react-table';
 import { useState } from 'react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ApiError } from '../../src/api';
+import { ApiError } from '../../src/lib/api';
 import { CopyField } from '../../src/components/Copy';
 import { DataTable } from '../../src/components/DataTable';
 import { Dialog } from '../../src/components/Dialog';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ago, bytes, countOf, cpeLabel, daysLeft, duration, every, plural, seconds } from '../../src/format';
+import { ago, bytes, countOf, cpeLabel, daysLeft, duration, every, plural, seconds } from '../../src/lib/format';
 
 // The console's short texts for times, sizes and counts, at their boundaries.
 

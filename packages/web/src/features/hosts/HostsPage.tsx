@@ -1,0 +1,122 @@
+import type { ColumnDef } from '@tanstack/react-table';
+import { useEffect, useId, useMemo, useState } from 'react';
+import { Link, useNavigate, useSearchParams } from 'react-router';
+import { DataTable } from '../../components/DataTable';
+import { ErrorAlert } from '../../components/ErrorAlert';
+import { ago, dateTime } from '../../lib/format';
+import { useCollection, useSiteNames, useSites } from '../../lib/queries';
+import type { Host, Site } from '../../lib/types';
+import { usePageTitle } from '../../lib/usePageTitle';
+
+function hostColumns(sites: Map<string, Site>): ColumnDef<Host>[] {
+  return [
+    {
+      header: 'Hostname',
+      accessorKey: 'hostname',
+      cell: ({ row }) => <Link to={`/hosts/${row.original.id}`}>{row.original.hostname ?? row.original.fqdn ?? row.original.addresses[0] ?? row.original.id}</Link>,
+    },
+    { header: 'Addresses', accessorKey: 'addresses', cell: ({ row }) => <span className="mono">{row.original.addresses.join(', ') || '—'}</span> },
+    { header: 'OS', accessorKey: 'os', cell: ({ row }) => row.original.os ?? '—' },
+    { header: 'Site', accessorKey: 'siteId', enableSorting: false, cell: ({ row }) => (row.original.siteId ? (sites.get(row.original.siteId)?.name ?? '…') : '—') },
+    {
+      header: 'Last seen',
+      accessorKey: 'lastSeenAt',
+      cell: ({ row }) => <time dateTime={row.original.lastSeenAt} title={dateTime(row.original.lastSeenAt)}>{ago(row.original.lastSeenAt)}</time>,
+    },
+  ];
+}
+
+/** The search the API takes: at least 2 characters once trimmed (shorter is not sent). */
+function useDebounced(value: string, ms: number): string {
+  const [v, setV] = useState(value);
+  useEffect(() => {
+    const t = setTimeout(() => setV(value), ms);
+    return () => clearTimeout(t);
+  }, [value, ms]);
+  return v;
+}
+
+export function HostsPage() {
+  usePageTitle('Hosts');
+  const [params, setParams] = useSearchParams();
+  const navigate = useNavigate();
+  const [text, setText] = useState(params.get('search') ?? '');
+  const debounced = useDebounced(text.trim(), 300);
+  const search = debounced.length >= 2 ? debounced : undefined;
+  const tooShort = text.trim().length === 1;
+  const hintId = useId();
+
+  const siteParam = params.get('siteId') ?? '';
+  const siteId = siteParam || undefined;
+  useEffect(() => {
+    setParams(
+      (prev) => {
+        const next = new URLSearchParams();
+        if (search) next.set('search', search);
+        const s = prev.get('siteId');
+        if (s) next.set('siteId', s);
+        return next;
+      },
+      { replace: true },
+    );
+  }, [search, setParams]);
+  const setSite = (value: string) =>
+    setParams(
+      (prev) => {
+        const next = new URLSearchParams(prev);
+        if (value) next.set('siteId', value);
+        else next.delete('siteId');
+        return next;
+      },
+      { replace: true },
+    );
+
+  const sites = useSites();
+  const hosts = useCollection('hosts', { limit: 100, search, siteId });
+  const rows = useMemo(() => hosts.data?.pages.flatMap((p) => p.data) ?? [], [hosts.data]);
+  const siteNames = useSiteNames([siteParam, ...rows.map((h) => h.siteId)]);
+  const columns = useMemo(() => hostColumns(siteNames), [siteNames]);
+
+  return (
+    <>
+      <h1>Hosts</h1>
+      <div className="toolbar" role="search">
+        <label>
+          Search
+          <input
+            type="search"
+            value={text}
+            onChange={(e) => setText(e.target.value)}
+            placeholder="hostname, FQDN, address, CIDR or id"
+            aria-describedby={hintId}
+            maxLength={255}
+          />
+        </label>
+        <label>
+          Site
+          <select value={siteParam} onChange={(e) => setSite(e.target.value)}>
+            <option value="">All sites</option>
+            {siteParam && !sites.has(siteParam) && <option value={siteParam}>{siteNames.get(siteParam)?.name ?? '…'}</option>}
+            {[...sites.values()].map((s) => (
+              <option key={s.id} value={s.id}>{s.name}</option>
+            ))}
+          </select>
+        </label>
+        <span id={hintId} className="hint">{tooShort ? 'Type at least 2 characters to search.' : 'Prefix of a name, an address or a CIDR.'}</span>
+      </div>
+      <ErrorAlert error={hosts.error} />
+      {hosts.isPending && !hosts.error && <p className="loading">Loading…</p>}
+      {hosts.data && rows.length === 0 && (
+        <p className="empty">{search || siteId ? `No host matches${search ? ` “${search}”` : ''}${siteId ? ' in this site' : ''}.` : 'No hosts yet: enrol a daemon and scan a network.'}</p>
+      )}
+      {rows.length > 0 && (
+        <DataTable caption="Hosts" partial={hosts.hasNextPage} data={rows} columns={columns} rowKey={(h) => h.id} onRowOpen={(h) => void navigate(`/hosts/${h.id}`)} />
+      )}
+      {hosts.hasNextPage && (
+        <button type="button" className="more" onClick={() => void hosts.fetchNextPage()} disabled={hosts.isFetchingNextPage}>
+          {hosts.isFetchingNextPage ? 'Loading…' : 'Load more'}
+        </button>
+      )}
+    </>
+  );
+}
