@@ -169,7 +169,7 @@ describe.skipIf(!haveChromium)('topology views in Chromium', () => {
   it('redraws a view rebuilt elsewhere without a reload (topology.updated on the live stream)', async () => {
     const p = await viewPage('Network (lab)');
     await p.getByRole('img', { name: /^Network \(lab\): \d+ nodes/ }).waitFor();
-    await p.evaluate(() => Object.assign(window, { notReloaded: true }));
+    await p.evaluate(() => Object.assign(globalThis, { notReloaded: true }));
     // The daemon reports a third switch behind core-sw1, and another session rebuilds the views.
     await ingest(c.t, reporting.daemon, {
       sessionId: reporting.sessionId,
@@ -184,7 +184,7 @@ describe.skipIf(!haveChromium)('topology views in Chromium', () => {
       .poll(async () => (await c.t.app.inject({ method: 'POST', url: '/api/v1/topology/regenerate', headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrfToken } })).statusCode, POLL)
       .toBe(200);
     await p.locator('text').filter({ hasText: 'core-sw3' }).first().waitFor();
-    expect(await p.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded)).toBe(true);
+    expect(await p.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded)).toBe(true);
     await shot(p, 'topology-08-redrawn-live');
   });
 });
