@@ -10,6 +10,7 @@ export * from './daemon.js';
 export * from './topology.js';
 export * from './jobs.js';
 export * from './advisories.js';
+export * from './findings.js';
 export * from './events.js';
 export * from './notifications.js';
 

@@ -5,6 +5,7 @@ import { consoleRoutes } from './routes/console.js';
 import { authRoutes } from './routes/auth.js';
 import { daemonRoutes } from './routes/daemon.js';
 import { eventRoutes } from './routes/events.js';
+import { findingRoutes } from './routes/findings.js';
 import { healthRoutes } from './routes/health.js';
 import { routeOfCollection, inventoryReadRoutes, inventoryRoutes, inventoryWriteRoutes } from './routes/inventory.js';
 import { jobRoutes } from './routes/jobs.js';
@@ -30,6 +31,7 @@ export {
   consoleRoutes,
   daemonRoutes,
   eventRoutes,
+  findingRoutes,
   healthRoutes,
   inventoryReadRoutes,
   inventoryRoutes,
@@ -75,6 +77,7 @@ export const routes = {
   ...snapshotRoutes,
   ...consoleRoutes,
   ...attestationRoutes,
+  ...findingRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteName = keyof typeof routes;

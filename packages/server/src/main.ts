@@ -17,6 +17,7 @@ import { healthModule } from './health/index.js';
 import { buildApp } from './http/app.js';
 import { ingestModule } from './ingest/index.js';
 import { inventoryModule } from './inventory/index.js';
+import { findingsModule } from './findings/index.js';
 import { jobsModule } from './jobs/index.js';
 import { type JobDefinition, JobRunner } from './jobs/runner.js';
 import { membersModule } from './members/index.js';
@@ -37,6 +38,7 @@ export const modules: readonly Module[] = [
   authModule,
   healthModule,
   inventoryModule,
+  findingsModule,
   snapshotsModule,
   attestationModule,
   scansModule,
