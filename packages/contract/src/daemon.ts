@@ -56,6 +56,7 @@ export const DaemonSummary = z.object({
   networkCidrs: z.array(z.string()),
   lastHeartbeatAt: Timestamp.nullable(),
   quietSeconds: z.number().describe('Seconds since the last heartbeat, or since registration when none came yet.'),
+  silent: z.boolean().describe('`online` but quiet for more than 300 s: the `daemon.offline` alert was sent (or the next minute\'s check sends it). The console counts such a daemon as silent, not online.'),
   heartbeatIntervalSeconds: z.number().int(),
   flowsDropped: z.number().int().describe('Flow records the daemon reported dropping (its buffer overflowed), in total.'),
   restartCount: z.number().int(),

@@ -87,6 +87,34 @@ describe('daemon registration and heartbeat (spec 3.3, 4.4)', () => {
     expect((await heartbeat(t.app, token, id, 'online')).status).toBe('online');
   });
 
+  it('lists an online daemon quiet for more than 300 s as silent, as daemon.offline counts it (issue 23), and a degraded or recently heard one not', async () => {
+    const viewer = await seedMemberWithKey(t.database, org, 'viewer', ['inventory:read']);
+    const session = await login(t.app, viewer.email);
+    const listed = async (id: string) => {
+      const res = await t.app.inject({ method: 'GET', url: '/api/v1/daemons', headers: { cookie: session.cookie } });
+      expect(res.statusCode, res.body).toBe(200);
+      return (res.json().data as { id: string; status: string; silent: boolean; quietSeconds: number }[]).find((d) => d.id === id)!;
+    };
+    const quietFor = (id: string, s: number) => sql`update daemons set last_heartbeat_at = now() - make_interval(secs => ${s}) where id = ${id}`.execute(t.database.db);
+    const online = await register(t.app, token, { name: 'silent-one' });
+    await heartbeat(t.app, token, online, 'online');
+    expect(await listed(online)).toMatchObject({ status: 'online', silent: false });
+    await quietFor(online, 299);
+    expect(await listed(online)).toMatchObject({ status: 'online', silent: false });
+    await quietFor(online, 301);
+    expect(await listed(online)).toMatchObject({ status: 'online', silent: true, quietSeconds: 301 });
+    // Announced offline (daemon.offline sent): silent, whatever the clock says.
+    await sql`update daemons set offline_since = now(), last_heartbeat_at = now() - make_interval(secs => 200) where id = ${online}`.execute(t.database.db);
+    expect(await listed(online)).toMatchObject({ silent: true });
+    // Its next heartbeat ends it.
+    await heartbeat(t.app, token, online, 'online');
+    expect(await listed(online)).toMatchObject({ status: 'online', silent: false });
+    const degraded = await register(t.app, token, { name: 'degraded-quiet' });
+    await heartbeat(t.app, token, degraded, 'degraded');
+    await quietFor(degraded, 900);
+    expect(await listed(degraded)).toMatchObject({ status: 'degraded', silent: false });
+  });
+
   it('keeps the reason of a degraded heartbeat, lists it to the console, ignores it with online and clears it on the next online heartbeat (issue #16)', async () => {
     const id = await register(t.app, token, { name: 'reasoned' });
     const beat = (payload: Record<string, unknown>) => t.app.inject({ method: 'POST', url: '/api/v1/daemon/heartbeat', headers: daemonHeaders(token, id), payload });

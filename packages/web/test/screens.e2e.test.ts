@@ -105,6 +105,28 @@ describe.skipIf(!haveChromium)('the console screens: services, certificates, dae
     await shot(p, 'screens-daemons');
   });
 
+  it('counts an online daemon quiet for more than 5 minutes as silent, on the overview and the Daemons page, its quiet time counting on', async () => {
+    const key = await daemonKey(t(), c.org);
+    const id = await register(c.server.app, key, { name: 'edge-silent' });
+    await heartbeat(c.server.app, key, id, 'online');
+    await sql`update daemons set last_heartbeat_at = now() - make_interval(secs => 400) where id = ${id}`.execute(c.server.database.db);
+    const p = await ownerPage(c);
+    const figure = (label: string) => p.locator('li.figure').filter({ has: p.locator('.figure-label', { hasText: new RegExp(`^${label}$`, 'i') }) });
+    await expect.poll(() => figure('silent').locator('.figure-value').textContent(), POLL).toBe('1');
+    expect(await figure('silent').getAttribute('class')).toContain('bad');
+    await p.getByText('edge-silent').first().waitFor();
+    await shot(p, 'screens-overview-silent');
+    await figure('silent').getByRole('link').click();
+    await heading(p, 'Daemons');
+    const row = p.getByRole('row').filter({ hasText: 'edge-silent' });
+    expect(await row.getByRole('cell').nth(1).textContent()).toBe('silent');
+    const quiet = async () => Number(/^(\d+) min (\d+) s/.exec((await row.getByRole('cell').nth(2).textContent()) ?? '')!.slice(1).reduce((m, x, i) => (i === 0 ? Number(x) * 60 : m + Number(x)), 0));
+    const first = await quiet();
+    expect(first).toBeGreaterThanOrEqual(400);
+    await expect.poll(quiet, POLL).toBeGreaterThan(first);
+    await shot(p, 'screens-daemons-silent');
+  });
+
   it('takes an audit snapshot listed with its stats at once; a viewer sees the list and no form', async () => {
     const p = await ownerPage(c);
     await nav(p, 'Snapshots').click();

@@ -126,9 +126,9 @@ export async function markQuietDaemonsOffline(db: Kysely<DB>, at: Date): Promise
 export async function listDaemons(db: Kysely<DB>, organisationId: string, id?: string) {
   const r = await sql<{
     id: string; name: string; site_id: string | null; status: string; version: string; os: string; arch: string; capabilities: Record<string, boolean>;
-    status_reason: string | null; network_cidrs: string[]; last_heartbeat_at: Date | null; quiet: number; heartbeat_interval_seconds: number; flows_dropped: number; restart_count: number; registered_at: Date;
+    status_reason: string | null; network_cidrs: string[]; last_heartbeat_at: Date | null; offline_since: Date | null; quiet: number; heartbeat_interval_seconds: number; flows_dropped: number; restart_count: number; registered_at: Date;
   }>`
-    select id, name, site_id, status, status_reason, version, os, arch, capabilities, network_cidrs::text[] as network_cidrs, last_heartbeat_at,
+    select id, name, site_id, status, status_reason, version, os, arch, capabilities, network_cidrs::text[] as network_cidrs, last_heartbeat_at, offline_since,
            extract(epoch from now() - coalesce(last_heartbeat_at, registered_at))::float8 as quiet, heartbeat_interval_seconds, flows_dropped, restart_count, registered_at
     from daemons where organisation_id = ${organisationId} ${id === undefined ? sql`` : sql`and id = ${id}`}
     order by coalesce(last_heartbeat_at, registered_at), name`.execute(db);

@@ -85,6 +85,8 @@ function summary(d: Awaited<ReturnType<typeof repo.listDaemons>>[number]) {
     networkCidrs: d.network_cidrs,
     lastHeartbeatAt: d.last_heartbeat_at ? new Date(d.last_heartbeat_at).toISOString() : null,
     quietSeconds: Math.max(0, Math.round(d.quiet)),
+    // As daemon.offline counts it: announced (offline_since), or past the threshold the next check announces.
+    silent: d.status === 'online' && (d.offline_since !== null || d.quiet > repo.DAEMON_QUIET_SECONDS),
     heartbeatIntervalSeconds: d.heartbeat_interval_seconds,
     flowsDropped: Number(d.flows_dropped),
     restartCount: d.restart_count,

@@ -1,7 +1,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { EnrolDaemonRequest, roleAtLeast } from '@surveyor/contract';
-import { useMemo, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import { daemonKeys } from '../../lib/keys';
 import { enrolDaemon, setDaemonSite } from './api';
 import { CopyButton, CopyField } from '../../components/Copy';
@@ -15,11 +15,16 @@ import { useDaemons, useMe, useSiteNames, useSites } from '../../lib/queries';
 import type { DaemonList, DaemonSummary, EnrolDaemonResponse, Site } from '../../lib/types';
 import { usePageTitle } from '../../lib/usePageTitle';
 
-/** An online daemon quiet for longer than this is shown in red (it will soon be marked offline). */
+/** The daemon.offline threshold: an online daemon quiet for longer is silent (the server says so in `silent`). */
 export const QUIET_LIMIT_SECONDS = 300;
 const CAPABILITIES = ['nmap', 'netflow', 'ebpf'] as const;
 
-const quietTooLong = (d: DaemonSummary) => d.status === 'online' && d.quietSeconds > QUIET_LIMIT_SECONDS;
+/** Quiet time to the second under an hour (it counts on while the page is open), as `seconds` beyond. */
+const quietText = (s: number) => (s >= 60 && s < 3600 ? `${Math.floor(s / 60)} min ${s % 60} s` : seconds(s));
+
+/** A daemon with its quiet time counted on to this second (the list was read `sinceFetch` seconds ago). */
+type Shown = DaemonSummary & { quietNow: number };
+const quietTooLong = (d: Shown) => d.silent || (d.status === 'online' && d.quietNow > QUIET_LIMIT_SECONDS);
 
 /** A daemon's site: a select for admins (the change is shown at once), the site's name for others. */
 function SiteCell({ daemon, sites, admin }: { daemon: DaemonSummary; sites: Map<string, Site>; admin: boolean }) {
@@ -86,7 +91,7 @@ function EnrolDialog({ sites, onDone, onCancel }: { sites: Map<string, Site>; on
   );
 }
 
-function daemonColumns(sites: Map<string, Site>, admin: boolean): ColumnDef<DaemonSummary>[] {
+function daemonColumns(sites: Map<string, Site>, admin: boolean): ColumnDef<Shown>[] {
   return [
     { header: 'Name', accessorKey: 'name', cell: ({ row }) => <strong className="daemon-name">{row.original.name}</strong> },
     {
@@ -94,18 +99,20 @@ function daemonColumns(sites: Map<string, Site>, admin: boolean): ColumnDef<Daem
       accessorKey: 'status',
       cell: ({ row }) => (
         <>
-          <span className={`badge daemon-${row.original.status}`}>{row.original.status}</span>
+          {quietTooLong(row.original)
+            ? <span className="badge daemon-silent" title="online, but no heartbeat for more than 5 minutes: daemon.offline was sent">silent</span>
+            : <span className={`badge daemon-${row.original.status}`}>{row.original.status}</span>}
           {row.original.reason && <div className="daemon-reason">{row.original.reason}</div>}
         </>
       ),
     },
     {
       header: 'Quiet for',
-      accessorKey: 'quietSeconds',
+      accessorKey: 'quietNow',
       cell: ({ row }) => {
         const d = row.original;
         const title = d.lastHeartbeatAt ? `last heartbeat ${dateTime(d.lastHeartbeatAt)} (every ${d.heartbeatIntervalSeconds} s)` : 'no heartbeat yet: quiet since registration';
-        return <span className={`nowrap ${quietTooLong(d) ? 'error-text' : ''}`} title={title}>{seconds(d.quietSeconds)}{quietTooLong(d) && <span className="sr-only"> (too long)</span>}</span>;
+        return <span className={`nowrap ${quietTooLong(d) ? 'error-text' : ''}`} title={title}>{quietText(d.quietNow)}{quietTooLong(d) && <span className="sr-only"> (too long)</span>}</span>;
       },
     },
     {
@@ -156,7 +163,17 @@ export function DaemonsPage() {
   const [enrolling, setEnrolling] = useState(false);
   const [enrolled, setEnrolled] = useState<EnrolDaemonResponse | null>(null);
   // The API lists the quietest first; kept so whatever the order it sends.
-  const rows = useMemo(() => [...(daemons.data?.data ?? [])].sort((a, b) => b.quietSeconds - a.quietSeconds), [daemons.data]);
+  // "Quiet for" keeps counting between reads of the list.
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, []);
+  const sinceFetch = Math.max(0, Math.floor((now - daemons.dataUpdatedAt) / 1000));
+  const rows = useMemo<Shown[]>(
+    () => [...(daemons.data?.data ?? [])].map((d) => ({ ...d, quietNow: d.quietSeconds + sinceFetch })).sort((a, b) => b.quietNow - a.quietNow),
+    [daemons.data, sinceFetch],
+  );
   // The picker's sites (the first 500) and the sites of the daemons shown, looked up by id.
   const siteNames = useSiteNames(rows.map((d) => d.siteId));
   const known = useMemo(() => new Map([...sites, ...siteNames]), [sites, siteNames]);

@@ -52,6 +52,7 @@ function ageTone(age: number, amber: number, red: number): string | undefined {
 function QuietestDaemons() {
   const daemons = useDaemons();
   const online = (daemons.data?.data ?? []).filter((d) => d.status === 'online').slice(0, 3);
+  // (silent ones first: the list comes quietest first)
   if (online.length === 0) return null;
   return (
     <>
@@ -59,7 +60,7 @@ function QuietestDaemons() {
       <ol className="quiet-list" aria-labelledby="ov-quiet">
         {online.map((d) => (
           <li key={d.id}>
-            <Link to="/daemons">{d.name}</Link>: <span className={d.quietSeconds > 300 ? 'bad' : undefined}>quiet {seconds(d.quietSeconds)}</span>
+            <Link to="/daemons">{d.name}</Link>: <span className={d.silent ? 'bad' : undefined}>quiet {seconds(d.quietSeconds)}{d.silent ? ' (silent)' : ''}</span>
           </li>
         ))}
       </ol>
@@ -152,7 +153,7 @@ export function OverviewPage() {
           ) : (
             <ul className="figures">
               {Object.entries(daemons.data).map(([status, n]) => (
-                <Figure key={status} label={status} value={n} to="/daemons" tone={n > 0 && status !== 'online' ? 'warn' : undefined} />
+                <Figure key={status} label={status} value={n} to="/daemons" tone={n > 0 && status !== 'online' ? (status === 'silent' ? 'bad' : 'warn') : undefined} hint={status === 'silent' ? 'online, no heartbeat for over 5 min' : undefined} />
               ))}
             </ul>
           )

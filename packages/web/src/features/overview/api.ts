@@ -12,11 +12,15 @@ export function useOverview() {
   });
 }
 
-/** Daemons per status (pending, online, degraded), every status listed. */
+/**
+ * Daemons per presence, every one listed: online, silent (online but quiet past the daemon.offline
+ * threshold: never counted as online), degraded, pending.
+ */
 export function useDaemonCounts() {
   const q = useDaemons();
+  const presence = (d: { status: string; silent: boolean }) => (d.silent ? 'silent' : d.status);
   const counts: Record<string, number> | undefined = q.data
-    ? Object.fromEntries(['online', 'degraded', 'pending'].map((s) => [s, q.data.data.filter((d) => d.status === s).length]))
+    ? Object.fromEntries(['online', 'silent', 'degraded', 'pending'].map((s) => [s, q.data.data.filter((d) => presence(d) === s).length]))
     : undefined;
   return { ...q, data: counts };
 }
