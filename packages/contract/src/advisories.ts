@@ -23,3 +23,18 @@ export const AdvisoryImportResult = z.object({
   skippedCount: z.number().int(),
   feedConfirmedAt: Timestamp.describe('The mirror is current as of this import (service_cve_feed_age_seconds starts again from here).'),
 });
+
+/** The state of the advisory mirror (shared by every organisation) and of its feed. */
+export const AdvisoryMirror = z.object({
+  advisories: z.number().int().describe('Advisories held, NVD and OSV together.'),
+  nvd: z.number().int(),
+  osv: z.number().int(),
+  withdrawn: z.number().int().describe('NVD `Rejected` or OSV `withdrawn`: kept, matching nothing.'),
+  feed: z.object({
+    url: z.string().nullable().describe('The feed last pulled (SERVICE_ADVISORY_FEED_URL, shown without userinfo or query), or null when none was: imports only.'),
+    confirmedAt: Timestamp.nullable().describe('When the mirror was last confirmed current (a feed pull, a 304, or an import).'),
+    lastAttemptAt: Timestamp.nullable().describe('When the feed was last asked.'),
+    lastError: z.string().nullable().describe('Why the last pull failed; null when it succeeded.'),
+  }),
+  uploadsAllowed: z.boolean().describe('Whether admins may upload files in the console (SERVICE_ADVISORY_UPLOAD).'),
+});

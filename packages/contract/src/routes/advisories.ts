@@ -1,9 +1,19 @@
-import { AdvisoryImportRequest, AdvisoryImportResult } from '../advisories.js';
+import { AdvisoryImportRequest, AdvisoryImportResult, AdvisoryMirror } from '../advisories.js';
 import { CveMatchResponse } from '../jobs.js';
 import { type RouteDef, route } from '../route-def.js';
 
 /** The advisory mirror for admins (internal: the console's import and "match now"). */
 export const advisoryRoutes = {
+  advisoryMirror: route({
+    method: 'GET',
+    url: '/api/v1/advisories',
+    operationId: 'advisoryMirror',
+    summary: 'The advisory mirror\'s counts and its feed\'s state (source, last pull, last error), and whether uploads are allowed',
+    tags: ['console'],
+    internal: true,
+    auth: { kind: 'session' },
+    response: { 200: AdvisoryMirror },
+  }),
   adminAdvisoryImport: route({
     method: 'POST',
     url: '/api/v1/admin/advisories/import',

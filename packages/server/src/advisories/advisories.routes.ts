@@ -4,6 +4,7 @@ import { AppError } from '../errors.js';
 import { sessionPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import type { WebDeps } from '../module.js';
+import { mirrorStatus } from './advisories.repo.js';
 import { importAdvisoriesAs } from './import.service.js';
 import type { MatchCounts } from './match.service.js';
 
@@ -21,5 +22,23 @@ export function registerAdvisoryRoutes(app: FastifyInstance, { db, jobs, config 
     },
     { bodyLimit: config.ingestBodyLimitBytes },
   );
+  addRoute(app, routes.advisoryMirror, async (request) => {
+    sessionPrincipal(request);
+    const s = await mirrorStatus(db);
+    return { advisories: s.advisories, nvd: s.nvd, osv: s.osv, withdrawn: s.withdrawn, feed: { url: s.url === null ? null : withoutCredentials(s.url), confirmedAt: s.confirmedAt, lastAttemptAt: s.lastAttemptAt, lastError: s.lastError }, uploadsAllowed: config.advisoryUpload };
+  });
   addRoute(app, routes.adminCveMatch, async (request) => jobs.runFor<MatchCounts>('cve.match', sessionPrincipal(request).organisationId, 'admin'));
+}
+
+/** A URL as it may be shown: userinfo and query (an API key may ride there) left out. */
+function withoutCredentials(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    u.search = '';
+    return u.toString();
+  } catch {
+    return '(not a URL)';
+  }
 }

@@ -85,6 +85,7 @@ export function Shell() {
             <NavLink to="/settings">Settings</NavLink>
             <ul>
               <li><NavLink to="/settings/keys">API keys</NavLink></li>
+              <li><NavLink to="/settings/advisories">Advisories</NavLink></li>
               {admin && <li><NavLink to="/settings/members">Members</NavLink></li>}
               {admin && <li><NavLink to="/settings/jobs">Jobs</NavLink></li>}
               {admin && <li><NavLink to="/settings/notifications">Notifications</NavLink></li>}

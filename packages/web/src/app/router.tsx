@@ -5,6 +5,7 @@ import { ApiError, call, setCsrfToken, setUnauthorizedHandler } from '../lib/api
 import { sessionKeys } from '../lib/keys';
 import { NotFoundPage } from './NotFoundPage';
 import { Shell } from './Shell';
+import { AdvisoriesPage } from '../features/advisories/AdvisoriesPage';
 import { CertificatesPage } from '../features/certificates/CertificatesPage';
 import { DaemonsPage } from '../features/daemons/DaemonsPage';
 import { HostPage } from '../features/hosts/HostPage';
@@ -52,6 +53,7 @@ export function createConsoleRouter(queryClient: QueryClient) {
         { path: 'snapshots/:id/diff', element: <SnapshotDiffPage /> },
         { path: 'settings', element: <Navigate to="/settings/keys" replace /> },
         { path: 'settings/keys', element: <KeysPage /> },
+        { path: 'settings/advisories', element: <AdvisoriesPage /> },
         { path: 'settings/members', element: <MembersPage /> },
         { path: 'settings/jobs', element: <JobsPage /> },
         { path: 'settings/notifications', element: <NotificationsPage /> },

@@ -1,7 +1,7 @@
 import { certificateExpiryWindows, roleAtLeast } from '@surveyor/contract';
-import type { ReactNode } from 'react';
 import { Link } from 'react-router';
 import { ErrorAlert } from '../../components/ErrorAlert';
+import { Figure } from '../../components/Figure';
 import { countOf, seconds } from '../../lib/format';
 import { useDaemons, useJobs, useMe, usePage } from '../../lib/queries';
 import { useDaemonCounts, useOverview } from './api';
@@ -10,17 +10,6 @@ import { jobHealthy } from '../../lib/jobs';
 import { usePageTitle } from '../../lib/usePageTitle';
 
 const SEVERITIES = ['critical', 'high', 'medium', 'low'] as const;
-
-function Figure({ label, value, to, tone, hint }: { label: string; value: ReactNode; to?: string; tone?: string; hint?: string }) {
-  const body = (
-    <>
-      <span className="figure-value">{value}</span>
-      <span className="figure-label">{label}</span>
-      {hint && <span className="figure-hint">{hint}</span>}
-    </>
-  );
-  return <li className={`figure ${tone ?? ''}`}>{to ? <Link to={to}>{body}</Link> : <div>{body}</div>}</li>;
-}
 
 function SeverityFigure({ severity }: { severity: (typeof SEVERITIES)[number] }) {
   const q = usePage('vulnerabilities', { state: 'open', severity, limit: 500 });
