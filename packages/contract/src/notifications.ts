@@ -7,13 +7,46 @@ import { EventKind, EventPayload, EventSeverity, defaultDestinationEvents, event
 export const EventList = z.object({
   data: z.array(EventPayload.extend({ seq: z.number().int().describe('Monotonic per deployment; `after` of the next page.') })),
   nextAfter: z.number().int().nullable(),
+  nextBefore: z.number().int().nullable().describe('With `order=desc`: `before` of the next (older) page; null on the last.'),
 });
 
 export const EventListQuery = z.object({
-  after: z.coerce.number().int().min(0).default(0).describe('Events with a larger `seq`.'),
+  after: z.coerce.number().int().min(0).default(0).describe('Events with a larger `seq` (oldest first).'),
+  order: z.enum(['asc', 'desc']).default('asc').describe('`desc`: the newest first, paged with `before` (the console\'s event log).'),
+  before: z.coerce.number().int().min(1).optional().describe('With `order=desc`: events with a smaller `seq`.'),
   limit: z.coerce.number().int().min(1).max(500).default(100),
   kind: EventKind.optional(),
+  subjectId: Text.min(1).max(200).optional().describe('Only events about this subject (a daemon, host, certificate, finding, job…).'),
+  since: Timestamp.optional().describe('Only events that occurred at or after this time.'),
+  until: Timestamp.optional().describe('Only events that occurred before this time.'),
 });
+
+/** One audit row as the console lists it: what changed, on what, by whom, when. */
+export const AuditEntry = z.object({
+  id: Uuid,
+  at: Timestamp,
+  action: z.string().describe('`<target>.<verb>`, for example `network.created`, `vulnerability.updated`, `member.role_changed`.'),
+  target: z.object({ type: z.string(), id: z.string().nullable() }),
+  actor: z.object({
+    type: z.enum(['key', 'session', 'cli', 'system']),
+    email: z.string().nullable().describe('The member behind the session or key.'),
+    keyPrefix: z.string().nullable().describe('The API key used, by its prefix.'),
+    job: z.string().nullable().describe('The job that acted, for system rows (for example `cve.match`).'),
+  }),
+  changes: z.record(z.string(), JsonValue),
+  requestId: z.string().nullable(),
+});
+
+export const AuditQuery = z.strictObject({
+  action: Text.min(1).max(100).optional().describe('An action, or its start (`vulnerability.` for every change of findings).'),
+  targetType: Text.min(1).max(50).optional(),
+  targetId: Text.min(1).max(200).optional(),
+  since: Timestamp.optional(),
+  until: Timestamp.optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  cursor: Text.min(1).max(200).optional().describe('`nextCursor` of the previous page.'),
+});
+export const AuditPage = z.object({ data: z.array(AuditEntry).describe('The newest first.'), nextCursor: z.string().nullable() });
 
 const Name = Text.trim().min(1).max(200);
 const HttpUrl = z

@@ -1,6 +1,7 @@
 import type { RouteDef } from './route-def.js';
 import { advisoryRoutes } from './routes/advisories.js';
 import { attestationRoutes } from './routes/attestation.js';
+import { auditRoutes } from './routes/audit.js';
 import { consoleRoutes } from './routes/console.js';
 import { authRoutes } from './routes/auth.js';
 import { daemonRoutes } from './routes/daemon.js';
@@ -27,6 +28,7 @@ export {
   routeOfCollection,
   advisoryRoutes,
   attestationRoutes,
+  auditRoutes,
   authRoutes,
   consoleRoutes,
   daemonRoutes,
@@ -78,6 +80,7 @@ export const routes = {
   ...consoleRoutes,
   ...attestationRoutes,
   ...findingRoutes,
+  ...auditRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteName = keyof typeof routes;

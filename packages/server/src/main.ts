@@ -18,6 +18,7 @@ import { buildApp } from './http/app.js';
 import { ingestModule } from './ingest/index.js';
 import { inventoryModule } from './inventory/index.js';
 import { findingsModule } from './findings/index.js';
+import { auditModule } from './audit/index.js';
 import { jobsModule } from './jobs/index.js';
 import { type JobDefinition, JobRunner } from './jobs/runner.js';
 import { membersModule } from './members/index.js';
@@ -39,6 +40,7 @@ export const modules: readonly Module[] = [
   healthModule,
   inventoryModule,
   findingsModule,
+  auditModule,
   snapshotsModule,
   attestationModule,
   scansModule,

@@ -786,14 +786,14 @@ describe('GET /api/v1/admin/events (internal; session, admin or owner)', () => {
     expect(p3.data.map((e) => e.id)).toEqual([all[4]!.id]);
     expect(p3.nextAfter).toBeNull();
     // After the last event: an empty page.
-    expect(await ok(`?after=${all[4]!.seq}`)).toEqual({ data: [], nextAfter: null });
+    expect(await ok(`?after=${all[4]!.seq}`)).toEqual({ data: [], nextAfter: null, nextBefore: null });
     // after is exclusive.
     expect((await ok(`?after=${all[0]!.seq}`)).data.map((e) => e.id)).toEqual(all.slice(1).map((e) => e.id));
     // Walking a full page boundary ends with an empty page and no nextAfter.
     const q1 = await ok('?limit=5');
     expect(q1.data).toHaveLength(5);
     expect(q1.nextAfter).toBe(all[4]!.seq);
-    expect(await ok(`?after=${q1.nextAfter}&limit=5`)).toEqual({ data: [], nextAfter: null });
+    expect(await ok(`?after=${q1.nextAfter}&limit=5`)).toEqual({ data: [], nextAfter: null, nextBefore: null });
   });
 
   it('filters by kind, together with after and limit', async () => {

@@ -20,7 +20,7 @@ export const notificationRoutes = {
     method: 'GET',
     url: '/api/v1/admin/events',
     operationId: 'listEvents',
-    summary: 'The organisation\'s events (decisions.md payload), oldest first after `after`',
+    summary: 'The organisation\'s events (decisions.md payload): oldest first after `after`, or the newest first before `before` (`order=desc`); by kind, subject and time',
     tags: ['notifications'],
     internal: true,
     auth: { kind: 'session', minRole: 'admin' },

@@ -39,10 +39,39 @@ export function toPayload(e: EventRow): EventPayload {
   };
 }
 
-/** The organisation's events after `afterSeq`, oldest first, as payloads with their sequence. */
-export async function eventsSince(db: Kysely<DB>, organisationId: string, afterSeq = 0, limit = 500, kind?: string): Promise<(EventPayload & { seq: number })[]> {
+/** Which events a log shows: of a kind, about a subject, within a time window. */
+export interface EventFilter {
+  kind?: string | undefined;
+  subjectId?: string | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+}
+
+const filterSql = (f: EventFilter) =>
+  sql.join(
+    [
+      ...(f.kind ? [sql`e.kind = ${f.kind}`] : []),
+      ...(f.subjectId ? [sql`e.subject_id = ${f.subjectId}`] : []),
+      ...(f.since ? [sql`e.occurred_at >= ${f.since}::timestamptz`] : []),
+      ...(f.until ? [sql`e.occurred_at < ${f.until}::timestamptz`] : []),
+      sql`true`,
+    ],
+    sql` and `,
+  );
+
+/** The organisation's events before `beforeSeq` (all when absent), the newest first, matching `f`. */
+export async function eventsBefore(db: Kysely<DB>, organisationId: string, beforeSeq: number | undefined, limit: number, f: EventFilter): Promise<(EventPayload & { seq: number })[]> {
   const r = await sql<EventRow>`
     select ${eventColumns} from events e
-    where e.organisation_id = ${organisationId} and e.seq > ${afterSeq} ${kind ? sql`and e.kind = ${kind}` : sql``} order by e.seq limit ${limit}`.execute(db);
+    where e.organisation_id = ${organisationId} ${beforeSeq === undefined ? sql`` : sql`and e.seq < ${beforeSeq}`} and ${filterSql(f)}
+    order by e.seq desc limit ${limit}`.execute(db);
+  return r.rows.map((e) => ({ ...toPayload(e), seq: Number(e.seq) }));
+}
+
+/** The organisation's events after `afterSeq`, oldest first, as payloads with their sequence. */
+export async function eventsSince(db: Kysely<DB>, organisationId: string, afterSeq = 0, limit = 500, kind?: string, f: Omit<EventFilter, 'kind'> = {}): Promise<(EventPayload & { seq: number })[]> {
+  const r = await sql<EventRow>`
+    select ${eventColumns} from events e
+    where e.organisation_id = ${organisationId} and e.seq > ${afterSeq} and ${filterSql({ ...f, kind })} order by e.seq limit ${limit}`.execute(db);
   return r.rows.map((e) => ({ ...toPayload(e), seq: Number(e.seq) }));
 }

@@ -2,7 +2,7 @@ import { routes } from '@surveyor/contract';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
-import { eventsSince } from '../events/events.js';
+import { eventsBefore, eventsSince } from '../events/events.js';
 import { sessionPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import { listDeliveries } from './deliver.js';
@@ -15,8 +15,14 @@ export function registerNotificationRoutes(app: FastifyInstance, deps: { db: Kys
   const org = (request: Parameters<typeof sessionPrincipal>[0]) => sessionPrincipal(request).organisationId;
 
   addRoute(app, routes.listEvents, async (request) => {
-    const data = await eventsSince(db, org(request), request.query.after, request.query.limit, request.query.kind);
-    return { data, nextAfter: data.length === request.query.limit ? data.at(-1)!.seq : null };
+    const q = request.query;
+    const filter = { kind: q.kind, subjectId: q.subjectId, since: q.since, until: q.until };
+    if (q.order === 'desc') {
+      const data = await eventsBefore(db, org(request), q.before, q.limit, filter);
+      return { data, nextAfter: null, nextBefore: data.length === q.limit ? data.at(-1)!.seq : null };
+    }
+    const data = await eventsSince(db, org(request), q.after, q.limit, q.kind, filter);
+    return { data, nextAfter: data.length === q.limit ? data.at(-1)!.seq : null, nextBefore: null };
   });
 
   addRoute(app, routes.listDestinations, async (request) => ({ data: await destinations.listDestinations(db, org(request)) }));

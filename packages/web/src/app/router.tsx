@@ -5,6 +5,7 @@ import { ApiError, call, setCsrfToken, setUnauthorizedHandler } from '../lib/api
 import { sessionKeys } from '../lib/keys';
 import { NotFoundPage } from './NotFoundPage';
 import { Shell } from './Shell';
+import { ActivityPage } from '../features/activity/ActivityPage';
 import { AdvisoriesPage } from '../features/advisories/AdvisoriesPage';
 import { CertificatesPage } from '../features/certificates/CertificatesPage';
 import { DaemonsPage } from '../features/daemons/DaemonsPage';
@@ -54,6 +55,7 @@ export function createConsoleRouter(queryClient: QueryClient) {
         { path: 'settings', element: <Navigate to="/settings/keys" replace /> },
         { path: 'settings/keys', element: <KeysPage /> },
         { path: 'settings/advisories', element: <AdvisoriesPage /> },
+        { path: 'settings/activity', element: <ActivityPage /> },
         { path: 'settings/members', element: <MembersPage /> },
         { path: 'settings/jobs', element: <JobsPage /> },
         { path: 'settings/notifications', element: <NotificationsPage /> },
