@@ -11,7 +11,7 @@ let t: TestApp;
 let org: SeededOrg;
 let other: SeededOrg;
 let reader: string;
-let editor: { token: string; email: string };
+let editor: { token: string; email: string; keyId: string };
 let viewerEmail: string;
 const ids: Record<string, string> = {};
 
@@ -32,7 +32,7 @@ beforeAll(async () => {
   other = await seedOrg(t.database);
   reader = (await seedMemberWithKey(t.database, org, 'viewer', ['inventory:read'])).token;
   const e = await seedMemberWithKey(t.database, org, 'editor', ['inventory:read', 'inventory:write']);
-  editor = { token: e.token, email: e.email };
+  editor = { token: e.token, email: e.email, keyId: e.keyId };
   viewerEmail = (await seedMemberWithKey(t.database, org, 'viewer', ['inventory:read'])).email;
   const db = t.database.db;
   const o = org.organisationId;
@@ -128,8 +128,10 @@ describe('POST /api/v1/findings/bulk', () => {
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toEqual({ updated: 2, unchanged: 0, refused: [{ id: ids.resolved, state: 'resolved', allowed: [] }] });
     expect(await states('ssh', 'snmp', 'resolved')).toEqual({ ssh: ['acknowledged', 'patch window 12 Dec'], snmp: ['acknowledged', 'patch window 12 Dec'], resolved: ['resolved', null] });
-    const audit = await t.database.db.selectFrom('audit_log').select(['target_id', 'changes', 'actor_type']).where('organisation_id', '=', org.organisationId).where('target_type', '=', 'vulnerability').where('target_id', 'in', [ids.ssh!, ids.snmp!, ids.resolved!]).execute();
+    const audit = await t.database.db.selectFrom('audit_log').select(['target_id', 'changes', 'actor_type', 'actor_key_id']).where('organisation_id', '=', org.organisationId).where('target_type', '=', 'vulnerability').where('target_id', 'in', [ids.ssh!, ids.snmp!, ids.resolved!]).execute();
     expect(audit.map((a) => a.target_id).sort()).toEqual([ids.ssh, ids.snmp].sort());
+    // Spec 4.3: the audit row records the acting key.
+    expect(audit.map((a) => [a.actor_type, a.actor_key_id])).toEqual([['key', editor.keyId], ['key', editor.keyId]]);
     expect(audit[0]!.changes).toMatchObject({ state: { from: 'open', to: 'acknowledged' }, note: { from: null, to: 'patch window 12 Dec' } });
     // The same again changes nothing.
     expect((await bulk({ ids: [ids.ssh, ids.snmp], state: 'acknowledged', note: 'patch window 12 Dec' })).json()).toMatchObject({ updated: 0, unchanged: 2 });

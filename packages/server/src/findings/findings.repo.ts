@@ -21,8 +21,9 @@ function where(organisationId: string, f: FindingFilters) {
   if (f.severity) parts.push(sql`v.severity = ${f.severity}`);
   if (f.cveId) parts.push(sql`v.cve_id = ${f.cveId}`);
   if (f.search) {
-    const like = `%${f.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    const prefix = `${f.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const literal = f.search.replace(/[\\%_]/g, (c) => `\\${c}`);
+    const like = `%${literal}%`;
+    const prefix = `${literal}%`;
     parts.push(sql`(v.cve_id ilike ${prefix} or h.hostname ilike ${like} or h.fqdn ilike ${like}
       or s.product ilike ${like} or s.vendor ilike ${like} or (s.vendor || ' ' || s.product) ilike ${like}
       or exists (select 1 from host_addresses a where a.organisation_id = v.organisation_id and a.host_id = v.host_id and host(a.address) like ${prefix}))`);

@@ -23,7 +23,8 @@ const filtersOf = (q: Query): repo.FindingFilters => ({ states: q.state ?? [...a
 
 /** The cursor is the position in the ordered list, bound to the list, its filters and the organisation. */
 function page<T>(cursors: CursorCodec, organisationId: string, list: string, q: Query, load: (offset: number, take: number) => Promise<{ rows: T[]; total: number }>) {
-  const filters = { ...filtersOf(q), states: [...filtersOf(q).states].sort().join(',') };
+  const f = filtersOf(q);
+  const filters = { ...f, states: [...f.states].sort().join(',') };
   const offset = q.cursor === undefined ? 0 : cursors.decode(organisationId, list, filters, q.cursor);
   return load(offset, q.limit + 1).then(({ rows, total }) => {
     const hasMore = rows.length > q.limit;

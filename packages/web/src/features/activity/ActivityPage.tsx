@@ -4,6 +4,7 @@ import { useEffect, useMemo, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { DataTable } from '../../components/DataTable';
 import { ErrorAlert } from '../../components/ErrorAlert';
+import { ViewTabs } from '../../components/ViewTabs';
 import { ago, dateTime } from '../../lib/format';
 import { usePageTitle } from '../../lib/usePageTitle';
 import { type AuditFilters, type EventFilters, useAuditTrail, useEventLog } from './api';
@@ -93,20 +94,11 @@ export function ActivityPage() {
     ...(until ? { until: instant(until) } : {}),
   }), [params, since, until]);
 
-  const tab = (v: 'events' | 'audit', label: string) => {
-    const n = new URLSearchParams(params);
-    if (v === 'events') n.delete('view');
-    else n.set('view', v);
-    return <Link role="tab" aria-selected={view === v} className={view === v ? 'tab active' : 'tab'} to={`?${n}`}>{label}</Link>;
-  };
 
   return (
     <>
       <h1>Activity</h1>
-      <div role="tablist" aria-label="Show" className="tabs">
-        {tab('events', 'Events')}
-        {tab('audit', 'Audit trail')}
-      </div>
+      <ViewTabs views={[['events', 'Events'], ['audit', 'Audit trail']]} current={view} />
       <div className="toolbar">
         {view === 'events' ? (
           <label>

@@ -6,6 +6,7 @@ import { Link, useSearchParams } from 'react-router';
 import { DataTable } from '../../components/DataTable';
 import { Dialog } from '../../components/Dialog';
 import { ErrorAlert } from '../../components/ErrorAlert';
+import { ViewTabs } from '../../components/ViewTabs';
 import { MoveDialog, type MoveTarget, moveLabels } from '../../components/VulnerabilityTable';
 import { ago, dateTime, plural, stateLabels } from '../../lib/format';
 import { overviewKeys, vulnerabilityKeys } from '../../lib/keys';
@@ -299,17 +300,11 @@ export function VulnerabilitiesPage() {
     ...(severity ? { severity } : {}),
     ...(search.length >= 2 ? { search } : {}),
   };
-  const tab = (v: 'findings' | 'advisories', label: string) => (
-    <Link role="tab" aria-selected={view === v} className={view === v ? 'tab active' : 'tab'} to={`?${(() => { const n = new URLSearchParams(params); if (v === 'findings') n.delete('view'); else n.set('view', v); return n.toString(); })()}`}>{label}</Link>
-  );
 
   return (
     <>
       <h1>Vulnerabilities</h1>
-      <div role="tablist" aria-label="Show" className="tabs">
-        {tab('findings', 'Findings')}
-        {tab('advisories', 'By advisory')}
-      </div>
+      <ViewTabs views={[['findings', 'Findings'], ['advisories', 'By advisory']]} current={view} />
       <div className="toolbar">
         <label>
           Search
