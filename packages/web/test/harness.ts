@@ -1,9 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { type Browser, type BrowserContext, type BrowserContextOptions, type Locator, type Page, chromium } from 'playwright-core';
 import { haveTools, onPath, skipOrFail } from '../../../test/system-tools.js';
+import { bootstrapFirstOwner } from '../../server/src/admin/admin.service.js';
 import { setPassword } from '../../server/src/auth/auth.repo.js';
 import { hashPassword } from '../../server/src/auth/passwords.js';
 import { loadConfig } from '../../server/src/config.js';
@@ -11,8 +14,9 @@ import { createLogger } from '../../server/src/logger.js';
 import { type RunningServer, startServer } from '../../server/src/main.js';
 import type { SeededOrg, TestApp } from '../../server/test/helpers.js';
 
-// What every end-to-end file of the console shares: the real server (`startServer`, the embedded
-// database of a fresh data folder, the built console of packages/web/dist, the jobs running as
+// What every end-to-end file of the console shares: the real server (`startServer` on a fresh
+// database: a new PostgreSQL database when TEST_DATABASE_URL is set, as in CI's PostgreSQL pass,
+// else the embedded database of a fresh data folder; the built console of packages/web/dist, the jobs running as
 // under `npm start`), Debian's Chromium driven by playwright-core, and a few page helpers.
 // Screenshots go to test-output/console/ (look at them after a UI change).
 
@@ -46,9 +50,21 @@ export interface Console {
 export async function startConsole(): Promise<Console> {
   mkdirSync(shots, { recursive: true });
   const dataDir = mkdtempSync(path.join(tmpdir(), 'surveyor-console-e2e-'));
+  const pgDatabase = await createPostgresDatabase();
   let told = '';
-  const config = loadConfig({ SERVICE_DATA_DIR: dataDir, SERVICE_PORT: '0', SERVICE_LOG_LEVEL: 'silent' });
+  const config = loadConfig({
+    SERVICE_DATA_DIR: dataDir,
+    SERVICE_PORT: '0',
+    SERVICE_LOG_LEVEL: 'silent',
+    ...(pgDatabase ? { DATABASE_URL: pgDatabase.url, SERVICE_SECRET_KEY: randomBytes(32).toString('hex') } : {}),
+  });
   const server = await startServer(config, createLogger('silent'), (text) => void (told += text));
+  if (pgDatabase) {
+    // On PostgreSQL the server leaves the first organisation to `surveyor admin`; the same
+    // function the embedded first run calls makes it here, with its one-time password.
+    const first = await bootstrapFirstOwner(server.database.db);
+    if (first) told = `email: ${first.email}\npassword: ${first.password}\n`;
+  }
   const email = /email:\s+(\S+)/.exec(told)?.[1];
   const password = /password:\s+(\S+)/.exec(told)?.[1];
   if (!email || !password) throw new Error(`no first-run owner in ${JSON.stringify(told)}`);
@@ -75,9 +91,30 @@ export async function startConsole(): Promise<Console> {
       for (const c of opened) await c.close().catch(() => {});
       await browser.close();
       await server.close();
+      await pgDatabase?.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** With TEST_DATABASE_URL, a new empty database on that server (dropped by `drop`); else null (PGlite). */
+async function createPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> } | null> {
+  const base = process.env.TEST_DATABASE_URL;
+  if (!base) return null;
+  const name = `e2e_${randomBytes(6).toString('hex')}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: base });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`create database ${name}`);
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
 }
 
 /** Gives the first-run owner PASSWORD without the browser (files that do not test the first sign-in). */
@@ -86,7 +123,8 @@ export async function ownerWithPassword(c: Console): Promise<void> {
   c.owner.password = PASSWORD;
 }
 
-export const shot = (p: Page, name: string) => p.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+/** Saves the page as test-output/console/NAME.png: the whole page, or with `fullPage: false` the first screen of it. */
+export const shot = (p: Page, name: string, { fullPage = true } = {}) => p.screenshot({ path: path.join(shots, `${name}.png`), fullPage });
 export const nav = (p: Page, name: string) => p.getByRole('navigation').getByRole('link', { name, exact: true });
 export const heading = (p: Page, name: string) => p.getByRole('heading', { level: 1, name }).waitFor();
 
