@@ -1,64 +1,71 @@
 import type { QueryClient } from '@tanstack/react-query';
-import { createBrowserRouter, Navigate } from 'react-router';
+import type { ComponentType } from 'react';
+import { createBrowserRouter, Navigate, type RouteObject } from 'react-router';
 import { routePath, routes } from '@surveyor/contract';
 import { ApiError, call, setCsrfToken, setUnauthorizedHandler } from '../lib/api';
 import { sessionKeys } from '../lib/keys';
 import { NotFoundPage } from './NotFoundPage';
 import { Shell } from './Shell';
-import { ActivityPage } from '../features/activity/ActivityPage';
-import { AdvisoriesPage } from '../features/advisories/AdvisoriesPage';
-import { CertificatesPage } from '../features/certificates/CertificatesPage';
-import { DaemonsPage } from '../features/daemons/DaemonsPage';
-import { HostPage } from '../features/hosts/HostPage';
-import { HostsPage } from '../features/hosts/HostsPage';
-import { JobsPage } from '../features/settings/JobsPage';
-import { KeysPage } from '../features/settings/KeysPage';
-import { LoginPage } from '../features/auth/LoginPage';
-import { MembersPage } from '../features/settings/MembersPage';
-import { NetworkPage } from '../features/networks/NetworkPage';
-import { NetworksPage } from '../features/networks/NetworksPage';
-import { NotificationsPage } from '../features/settings/NotificationsPage';
-import { OverviewPage } from '../features/overview/OverviewPage';
-import { PasswordPage } from '../features/auth/PasswordPage';
-import { ServicesPage } from '../features/services/ServicesPage';
-import { SitesPage } from '../features/sites/SitesPage';
-import { SnapshotDiffPage } from '../features/snapshots/SnapshotDiffPage';
-import { SnapshotsPage } from '../features/snapshots/SnapshotsPage';
-import { TopologyPage } from '../features/topology/TopologyPage';
-import { VulnerabilitiesPage } from '../features/vulnerabilities/VulnerabilitiesPage';
 
-// The route table: every screen of the console, each from its feature folder; and what a 401
-// means while signed in (the session ended: sign in again and come back).
+// The route table: every screen of the console, each from its feature folder and loaded when first
+// visited (the entry bundle holds the shell, the client and the libraries: its 250 KB gzip budget
+// is checked by test/components/bundle.test.ts); and what a 401 means while signed in (the
+// session ended: sign in again and come back).
+
+/**
+ * A route whose screen (a named export of a feature module) loads on first visit. A console open
+ * across an upgrade asks for chunks the new release no longer has: the first such failure reloads
+ * the page (the new release's entry), a second one shows the error.
+ */
+function screen(load: () => Promise<Record<string, unknown>>, name: string): Pick<RouteObject, 'lazy'> {
+  return {
+    lazy: async () => {
+      try {
+        const module = await load();
+        sessionStorage.removeItem(RELOADED);
+        return { Component: module[name] as ComponentType };
+      } catch (e) {
+        if (!sessionStorage.getItem(RELOADED)) {
+          sessionStorage.setItem(RELOADED, '1');
+          window.location.reload();
+        }
+        throw e;
+      }
+    },
+  };
+}
+const RELOADED = 'surveyor.reloaded-for-chunk';
 
 /** The console's router; a 401 from any call checks the session and, when it has ended, goes to sign-in. */
 export function createConsoleRouter(queryClient: QueryClient) {
   const router = createBrowserRouter([
-    { path: '/login', element: <LoginPage /> },
-    { path: '/password', element: <PasswordPage /> },
+    { path: '/login', ...screen(() => import('../features/auth/LoginPage'), 'LoginPage') },
+    { path: '/password', ...screen(() => import('../features/auth/PasswordPage'), 'PasswordPage') },
     {
       path: '/',
       element: <Shell />,
+      hydrateFallbackElement: <p className="muted" role="status">Loading…</p>,
       children: [
-        { index: true, element: <OverviewPage /> },
-        { path: 'hosts', element: <HostsPage /> },
-        { path: 'hosts/:id', element: <HostPage /> },
-        { path: 'networks', element: <NetworksPage /> },
-        { path: 'networks/:id', element: <NetworkPage /> },
-        { path: 'sites', element: <SitesPage /> },
-        { path: 'topology', element: <TopologyPage /> },
-        { path: 'services', element: <ServicesPage /> },
-        { path: 'certificates', element: <CertificatesPage /> },
-        { path: 'vulnerabilities', element: <VulnerabilitiesPage /> },
-        { path: 'daemons', element: <DaemonsPage /> },
-        { path: 'snapshots', element: <SnapshotsPage /> },
-        { path: 'snapshots/:id/diff', element: <SnapshotDiffPage /> },
+        { index: true, ...screen(() => import('../features/overview/OverviewPage'), 'OverviewPage') },
+        { path: 'hosts', ...screen(() => import('../features/hosts/HostsPage'), 'HostsPage') },
+        { path: 'hosts/:id', ...screen(() => import('../features/hosts/HostPage'), 'HostPage') },
+        { path: 'networks', ...screen(() => import('../features/networks/NetworksPage'), 'NetworksPage') },
+        { path: 'networks/:id', ...screen(() => import('../features/networks/NetworkPage'), 'NetworkPage') },
+        { path: 'sites', ...screen(() => import('../features/sites/SitesPage'), 'SitesPage') },
+        { path: 'topology', ...screen(() => import('../features/topology/TopologyPage'), 'TopologyPage') },
+        { path: 'services', ...screen(() => import('../features/services/ServicesPage'), 'ServicesPage') },
+        { path: 'certificates', ...screen(() => import('../features/certificates/CertificatesPage'), 'CertificatesPage') },
+        { path: 'vulnerabilities', ...screen(() => import('../features/vulnerabilities/VulnerabilitiesPage'), 'VulnerabilitiesPage') },
+        { path: 'daemons', ...screen(() => import('../features/daemons/DaemonsPage'), 'DaemonsPage') },
+        { path: 'snapshots', ...screen(() => import('../features/snapshots/SnapshotsPage'), 'SnapshotsPage') },
+        { path: 'snapshots/:id/diff', ...screen(() => import('../features/snapshots/SnapshotDiffPage'), 'SnapshotDiffPage') },
         { path: 'settings', element: <Navigate to="/settings/keys" replace /> },
-        { path: 'settings/keys', element: <KeysPage /> },
-        { path: 'settings/advisories', element: <AdvisoriesPage /> },
-        { path: 'settings/activity', element: <ActivityPage /> },
-        { path: 'settings/members', element: <MembersPage /> },
-        { path: 'settings/jobs', element: <JobsPage /> },
-        { path: 'settings/notifications', element: <NotificationsPage /> },
+        { path: 'settings/keys', ...screen(() => import('../features/settings/KeysPage'), 'KeysPage') },
+        { path: 'settings/advisories', ...screen(() => import('../features/advisories/AdvisoriesPage'), 'AdvisoriesPage') },
+        { path: 'settings/activity', ...screen(() => import('../features/activity/ActivityPage'), 'ActivityPage') },
+        { path: 'settings/members', ...screen(() => import('../features/settings/MembersPage'), 'MembersPage') },
+        { path: 'settings/jobs', ...screen(() => import('../features/settings/JobsPage'), 'JobsPage') },
+        { path: 'settings/notifications', ...screen(() => import('../features/settings/NotificationsPage'), 'NotificationsPage') },
         { path: '*', element: <NotFoundPage /> },
       ],
     },
