@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { roleAtLeast } from '@surveyor/contract';
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { Navigate, NavLink, Outlet, useLocation, useNavigate } from 'react-router';
 import { routes } from '@surveyor/contract';
 import { ApiError, call, setCsrfToken } from '../lib/api';
@@ -24,11 +24,14 @@ export function Shell() {
   // Moving to another page puts focus at the start of its content (as a page load would, past the
   // navigation), so a keyboard or screen-reader user is not left on the link they followed. Only the
   // path counts: filters kept in the query string change while the user types in them.
+  // On a phone the navigation folds behind the Menu button; following a link folds it again.
   const main = useRef<HTMLElement>(null);
   const shownPath = useRef(location.pathname);
+  const [menuOpen, setMenuOpen] = useState(false);
   useEffect(() => {
     if (shownPath.current === location.pathname) return;
     shownPath.current = location.pathname;
+    setMenuOpen(false);
     main.current?.focus({ preventScroll: true });
   }, [location.pathname]);
 
@@ -58,9 +61,12 @@ export function Shell() {
   const { user, organisation, role } = me.data;
   const admin = roleAtLeast(role, 'admin');
   return (
-    <div className="shell">
+    <div className={menuOpen ? 'shell menu-open' : 'shell'}>
       <a className="skip" href="#main">Skip to content</a>
       <header className="topbar">
+        <button type="button" className="menu-button" aria-expanded={menuOpen} aria-controls="main-nav" onClick={() => setMenuOpen((o) => !o)}>
+          Menu
+        </button>
         <span className="brand">Surveyor</span>
         <div className="who">
           <span className="email">{user.email}</span>
@@ -69,7 +75,7 @@ export function Shell() {
           <button type="button" onClick={() => signOut.mutate()} disabled={signOut.isPending}>Sign out</button>
         </div>
       </header>
-      <nav className="sidenav" aria-label="Main">
+      <nav className="sidenav" id="main-nav" aria-label="Main">
         <ul>
           <li><NavLink to="/" end>Overview</NavLink></li>
           <li><NavLink to="/hosts">Hosts</NavLink></li>

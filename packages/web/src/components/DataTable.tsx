@@ -8,7 +8,16 @@ import {
   getSortedRowModel,
   useReactTable,
 } from '@tanstack/react-table';
-import { useEffect, useId, useState } from 'react';
+import { useEffect, useId, useRef, useState } from 'react';
+import { type CsvColumn, csvBlob, csvFileName, download } from '../lib/csv';
+
+declare module '@tanstack/react-table' {
+  // biome-ignore lint: the generic names are TanStack's
+  interface ColumnMeta<TData, TValue> {
+    /** The column's value in a CSV export, when the accessor's value is not what a reader wants (an id → a name). */
+    csv?: (row: TData) => unknown;
+  }
+}
 
 interface Props<T> {
   caption: string;
@@ -22,6 +31,11 @@ interface Props<T> {
   partial?: boolean;
   /** Where the choice of columns is remembered (localStorage); defaults to the caption. */
   storageKey?: string;
+  /**
+   * Every row the table's filters select, page by page over the API's cursors, for "Export CSV".
+   * Absent, the export holds `data`; a `partial` table without it offers no export (it would miss rows).
+   */
+  exportRows?: (signal: AbortSignal) => AsyncIterable<readonly T[]>;
 }
 
 const STORAGE_PREFIX = 'surveyor.columns.';
@@ -64,7 +78,7 @@ function loadHidden(key: string): VisibilityState {
  * hidden. A row with `onRowOpen` opens on click; keyboard users reach the same place through the link
  * in its first cell.
  */
-export function DataTable<T>({ caption, data, columns, rowKey, onRowOpen, rowClassName, partial, storageKey }: Props<T>) {
+export function DataTable<T>({ caption, data, columns, rowKey, onRowOpen, rowClassName, partial, storageKey, exportRows }: Props<T>) {
   const key = storageKey ?? caption;
   const [sorting, setSorting] = useState<SortingState>([]);
   const [visibility, setVisibility] = useState<VisibilityState>(() => loadHidden(key));
@@ -101,11 +115,26 @@ export function DataTable<T>({ caption, data, columns, rowKey, onRowOpen, rowCla
   };
   const hideable = table.getAllLeafColumns().filter((c, i) => i > 0 && c.getCanHide());
   const sortedBy = sorting[0] ? table.getColumn(sorting[0].id) : undefined;
+  const exporter = useCsvExport(caption, exportRows ?? (partial ? null : async function* () {
+    yield data;
+  }));
+  // The export writes the visible columns that carry data (an accessor or `meta.csv`); a selection
+  // or actions column carries none.
+  const csvColumns = (): CsvColumn<T>[] =>
+    table.getVisibleLeafColumns().flatMap((c) => {
+      const def = c.columnDef;
+      const accessor =
+        def.meta?.csv ??
+        ('accessorFn' in def && def.accessorFn ? (row: T) => def.accessorFn(row, 0) : 'accessorKey' in def ? (row: T) => (row as Record<string, unknown>)[def.accessorKey as string] : null);
+      if (!accessor) return [];
+      return [{ header: typeof def.header === 'string' ? def.header : c.id.charAt(0).toUpperCase() + c.id.slice(1), value: accessor }];
+    });
 
   return (
     <div className="data-table">
-      {(hideable.length > 1 || (partial && sortedBy)) && (
+      {(hideable.length > 1 || (partial && sortedBy) || exporter.available) && (
         <div className="table-tools">
+          {exporter.available && <ExportButton exporter={exporter} columns={csvColumns} />}
           {partial && sortedBy && (
             <span className="hint" role="status">
               Sorted by {headerText(sortedBy.columnDef)} among the {data.length} rows loaded; load more to include the rest.
@@ -188,5 +217,64 @@ export function DataTable<T>({ caption, data, columns, rowKey, onRowOpen, rowCla
         </table>
       </div>
     </div>
+  );
+}
+
+interface Exporter<T> {
+  available: boolean;
+  running: boolean;
+  rows: number;
+  error: string | null;
+  start(columns: CsvColumn<T>[]): void;
+  cancel(): void;
+}
+
+/** Runs one export at a time: reads the pages, counts the rows, downloads the file at the end. */
+function useCsvExport<T>(name: string, rows: ((signal: AbortSignal) => AsyncIterable<readonly T[]>) | null): Exporter<T> {
+  const [state, setState] = useState<{ running: boolean; rows: number; error: string | null }>({ running: false, rows: 0, error: null });
+  const abort = useRef<AbortController | null>(null);
+  useEffect(() => () => abort.current?.abort(), []);
+  return {
+    available: rows !== null,
+    ...state,
+    start(columns) {
+      if (!rows || abort.current) return;
+      const controller = new AbortController();
+      abort.current = controller;
+      setState({ running: true, rows: 0, error: null });
+      csvBlob(columns, rows(controller.signal), { signal: controller.signal, onRows: (n) => setState((s) => ({ ...s, rows: n })) })
+        .then((blob) => {
+          download(blob, csvFileName(name));
+          setState((s) => ({ ...s, running: false }));
+        })
+        .catch((e: unknown) => {
+          const aborted = controller.signal.aborted;
+          setState((s) => ({ ...s, running: false, error: aborted ? null : `The export stopped: ${e instanceof Error ? e.message : String(e)}` }));
+        })
+        .finally(() => {
+          abort.current = null;
+        });
+    },
+    cancel() {
+      abort.current?.abort();
+    },
+  };
+}
+
+function ExportButton<T>({ exporter, columns }: { exporter: Exporter<T>; columns: () => CsvColumn<T>[] }) {
+  return (
+    <span className="export">
+      {exporter.running ? (
+        <>
+          <span role="status">Exporting… {exporter.rows.toLocaleString('en')} rows</span>{' '}
+          <button type="button" className="small" onClick={() => exporter.cancel()}>Cancel export</button>
+        </>
+      ) : (
+        <button type="button" className="small" onClick={() => exporter.start(columns())} title="Every row the filters select (not only those loaded), as CSV">
+          Export CSV
+        </button>
+      )}
+      {exporter.error && <span role="alert" className="error-text"> {exporter.error}</span>}
+    </span>
   );
 }

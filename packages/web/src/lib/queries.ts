@@ -103,3 +103,27 @@ export function useDaemons() {
     queryFn: ({ signal }) => call(routes.listDaemons, {}, { signal }),
   });
 }
+
+/** Rows a page of an export reads at once. */
+export const EXPORT_PAGE_SIZE = 200;
+
+/**
+ * Every page a paged read gives, following its cursor to the end (CSV export): `read` takes the
+ * cursor (undefined first) and answers the rows and the next cursor (null or undefined at the end).
+ */
+export async function* followPages<T, C>(read: (cursor: C | undefined) => Promise<{ data: readonly T[]; next: C | null | undefined }>): AsyncGenerator<readonly T[]> {
+  let cursor: C | undefined;
+  do {
+    const page = await read(cursor);
+    yield page.data;
+    cursor = page.next ?? undefined;
+  } while (cursor !== undefined);
+}
+
+/** Every page of a collection with these filters (CSV export). */
+export function collectionPages<N extends CollectionName>(name: N, query: Filters<N>, signal?: AbortSignal): AsyncGenerator<readonly CollectionPage<N>['data'][number][]> {
+  return followPages<CollectionPage<N>['data'][number], string>(async (cursor) => {
+    const page = await fetchPage(name, { ...query, limit: EXPORT_PAGE_SIZE, cursor } as CollectionQuery<N>, signal);
+    return { data: page.data, next: page.hasMore ? page.nextCursor : null };
+  });
+}

@@ -7,7 +7,7 @@ import { ErrorAlert } from '../../components/ErrorAlert';
 import { ViewTabs } from '../../components/ViewTabs';
 import { ago, dateTime } from '../../lib/format';
 import { usePageTitle } from '../../lib/usePageTitle';
-import { type AuditFilters, type EventFilters, useAuditTrail, useEventLog } from './api';
+import { type AuditFilters, type EventFilters, auditPages, eventPages, useAuditTrail, useEventLog } from './api';
 
 // Settings → Activity (issue 23): what happened (the event log: alerts, scans, daemons, findings)
 // and who changed what (the audit trail), the newest first, filtered by kind or action, subject
@@ -140,7 +140,7 @@ function EventLog({ filters }: { filters: EventFilters }) {
       <ErrorAlert error={log.error} />
       {log.isPending && !log.error && <p className="loading">Loading…</p>}
       {log.data && rows.length === 0 && <p className="empty">No event matches these filters. Events are what the service announces: scans, daemons going quiet, findings, certificates expiring, jobs failing.</p>}
-      {rows.length > 0 && <DataTable caption="Events, the newest first" data={rows} columns={eventColumns} rowKey={(e) => e.id} />}
+      {rows.length > 0 && <DataTable caption="Events, the newest first" partial={log.hasNextPage} data={rows} columns={eventColumns} rowKey={(e) => e.id} exportRows={(signal) => eventPages(filters, signal)} />}
       {log.hasNextPage && <button type="button" className="more" onClick={() => void log.fetchNextPage()} disabled={log.isFetchingNextPage}>{log.isFetchingNextPage ? 'Loading…' : 'Load older'}</button>}
     </>
   );
@@ -154,7 +154,7 @@ function AuditTrail({ filters }: { filters: AuditFilters }) {
       <ErrorAlert error={trail.error} />
       {trail.isPending && !trail.error && <p className="loading">Loading…</p>}
       {trail.data && rows.length === 0 && <p className="empty">No change matches these filters. Every write (networks, sites, members, keys, findings, snapshots…) leaves a row here.</p>}
-      {rows.length > 0 && <DataTable caption="Audit trail, the newest first" data={rows} columns={auditColumns} rowKey={(a) => a.id} />}
+      {rows.length > 0 && <DataTable caption="Audit trail, the newest first" partial={trail.hasNextPage} data={rows} columns={auditColumns} rowKey={(a) => a.id} exportRows={(signal) => auditPages(filters, signal)} />}
       {trail.hasNextPage && <button type="button" className="more" onClick={() => void trail.fetchNextPage()} disabled={trail.isFetchingNextPage}>{trail.isFetchingNextPage ? 'Loading…' : 'Load older'}</button>}
     </>
   );

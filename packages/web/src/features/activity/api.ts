@@ -2,6 +2,7 @@ import { type AuditQuery, type EventListQuery, routes } from '@surveyor/contract
 import { keepPreviousData, useInfiniteQuery } from '@tanstack/react-query';
 import type { z } from 'zod';
 import { call } from '../../lib/api';
+import { EXPORT_PAGE_SIZE, followPages } from '../../lib/queries';
 
 // The event log and the audit trail (admins), both the newest first, page by page.
 
@@ -32,3 +33,17 @@ export function useAuditTrail(f: AuditFilters) {
     placeholderData: keepPreviousData,
   });
 }
+
+/** The whole event log matching `f`, the newest first (CSV export). */
+export const eventPages = (f: EventFilters, signal: AbortSignal) =>
+  followPages(async (before: number | undefined) => {
+    const page = await call(routes.listEvents, { query: { ...f, order: 'desc', limit: EXPORT_PAGE_SIZE, before } }, { signal });
+    return { data: page.data, next: page.nextBefore };
+  });
+
+/** The whole audit trail matching `f`, the newest first (CSV export). */
+export const auditPages = (f: AuditFilters, signal: AbortSignal) =>
+  followPages(async (cursor: string | undefined) => {
+    const page = await call(routes.listAudit, { query: { ...f, limit: EXPORT_PAGE_SIZE, cursor } }, { signal });
+    return { data: page.data, next: page.nextCursor };
+  });

@@ -12,7 +12,7 @@ import { ago, dateTime, plural, stateLabels } from '../../lib/format';
 import { overviewKeys, vulnerabilityKeys } from '../../lib/keys';
 import { useMe } from '../../lib/queries';
 import { usePageTitle } from '../../lib/usePageTitle';
-import { type FindingFilters, bulkMove, useAdvisoryFindings, useFindingHistory, useFindings } from './api';
+import { type FindingFilters, advisoryPages, bulkMove, findingPages, useAdvisoryFindings, useFindingHistory, useFindings } from './api';
 
 // Triage (issue 23): the actionable findings first, by severity then score, with the host and
 // port/protocol of each; search; the same by advisory; moves of a selection or of every finding of
@@ -117,7 +117,7 @@ function findingColumns(o: { canWrite: boolean; selected: Set<string>; toggle: (
     },
     { id: 'address', header: 'Address', accessorFn: (f) => f.host.address ?? '', cell: ({ row }) => <span className="mono">{row.original.host.address ?? '—'}</span> },
     { id: 'port', header: 'Port', accessorFn: (f) => f.service.port, cell: ({ row }) => <span className="mono nowrap">{row.original.service.port}/{row.original.service.protocol}</span> },
-    { id: 'service', header: 'Service', accessorFn: (f) => serviceText(f.service), cell: ({ row }) => <span title={row.original.service.name ?? undefined}>{serviceText(row.original.service)}</span> },
+    { id: 'service', header: 'Service', accessorFn: (f) => serviceText(f.service), cell: ({ row }) => <span className="nowrap" title={row.original.service.name ?? undefined}>{serviceText(row.original.service)}</span> },
     { header: 'State', accessorKey: 'state', cell: ({ row }) => <span title={row.original.note ?? undefined}>{stateLabels[row.original.state]}{row.original.note ? ' ✎' : ''}</span> },
     { header: 'First seen', accessorKey: 'firstSeenAt', cell: ({ row }) => <time dateTime={row.original.firstSeenAt} title={dateTime(row.original.firstSeenAt)}>{ago(row.original.firstSeenAt)}</time> },
     {
@@ -169,7 +169,7 @@ function FindingsList({ filters, canWrite, caption, onMoved }: { filters: Findin
           )}
         </div>
       )}
-      {rows.length > 0 && <DataTable caption={caption} storageKey="Findings" partial={list.hasNextPage} data={rows} columns={columns} rowKey={(f) => f.id} rowClassName={(f) => `state-${f.state}`} />}
+      {rows.length > 0 && <DataTable caption={caption} storageKey="Findings" partial={list.hasNextPage} data={rows} columns={columns} rowKey={(f) => f.id} rowClassName={(f) => `state-${f.state}`} exportRows={(signal) => findingPages(filters, signal)} />}
       {list.hasNextPage && (
         <button type="button" className="more" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>{list.isFetchingNextPage ? 'Loading…' : 'Load more'}</button>
       )}
@@ -188,9 +188,11 @@ function FindingsList({ filters, canWrite, caption, onMoved }: { filters: Findin
   );
 }
 
+const statesText = (states: Advisory['states']) =>
+  vulnerabilityStates.filter((s) => states[s] > 0).map((s) => `${states[s]} ${(stateLabels[s] ?? s).toLowerCase()}`).join(' · ');
+
 function StatesText({ states }: { states: Advisory['states'] }) {
-  const parts = vulnerabilityStates.filter((s) => states[s] > 0).map((s) => `${states[s]} ${(stateLabels[s] ?? s).toLowerCase()}`);
-  return <span>{parts.join(' · ') || '—'}</span>;
+  return <span>{statesText(states) || '—'}</span>;
 }
 
 /** One row per advisory; "Show" opens its findings; editors move all of them at once. */
@@ -206,7 +208,7 @@ function AdvisoriesList({ filters, canWrite, onMoved }: { filters: FindingFilter
     { header: 'Score', accessorKey: 'score', cell: ({ row }) => <span className="num">{row.original.score?.toFixed(1) ?? '—'}</span> },
     { header: () => <span className="num-head">Services</span>, id: 'services', accessorKey: 'services', cell: ({ row }) => <span className="num">{row.original.services}</span> },
     { header: () => <span className="num-head">Hosts</span>, id: 'hosts', accessorKey: 'hosts', cell: ({ row }) => <span className="num">{row.original.hosts}</span> },
-    { header: 'States', id: 'states', enableSorting: false, cell: ({ row }) => <StatesText states={row.original.states} /> },
+    { header: 'States', id: 'states', enableSorting: false, meta: { csv: (a) => statesText(a.states) }, cell: ({ row }) => <StatesText states={row.original.states} /> },
     { header: 'Summary', accessorKey: 'summary', cell: ({ row }) => <span className="summary" title={row.original.summary ?? undefined}>{row.original.summary ?? '—'}</span> },
     {
       id: 'actions',
@@ -232,7 +234,7 @@ function AdvisoriesList({ filters, canWrite, onMoved }: { filters: FindingFilter
       {list.isPending && !list.error && <p className="loading">Loading…</p>}
       {total !== undefined && <p className="count" role="status">{plural(total, 'advisory', 'advisories')}</p>}
       {list.data && rows.length === 0 && <p className="empty">No advisory matches these filters.</p>}
-      {rows.length > 0 && <DataTable caption="Advisories with findings" data={rows} columns={columns} rowKey={(a) => a.cveId} />}
+      {rows.length > 0 && <DataTable caption="Advisories with findings" partial={list.hasNextPage} data={rows} columns={columns} rowKey={(a) => a.cveId} exportRows={(signal) => advisoryPages(filters, signal)} />}
       {list.hasNextPage && (
         <button type="button" className="more" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>{list.isFetchingNextPage ? 'Loading…' : 'Load more'}</button>
       )}

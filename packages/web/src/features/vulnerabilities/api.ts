@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import type { FindingsQuery } from '@surveyor/contract';
 import { call } from '../../lib/api';
 import { vulnerabilityKeys } from '../../lib/keys';
+import { EXPORT_PAGE_SIZE, followPages } from '../../lib/queries';
 
 // Triage: the findings list and its advisories (internal routes), bulk moves, a finding's history.
 // Kept under the vulnerabilities' root, so a finding changed anywhere refreshes them.
@@ -44,3 +45,17 @@ export function useFindingHistory(id: string) {
 }
 
 export const bulkMove = (body: RouteBody<typeof routes.bulkFindings>) => call(routes.bulkFindings, { body });
+
+/** Every finding matching `f` (CSV export). */
+export const findingPages = (f: FindingFilters, signal: AbortSignal) =>
+  followPages(async (cursor: string | undefined) => {
+    const page = await call(routes.listFindings, { query: { ...f, limit: EXPORT_PAGE_SIZE, cursor } }, { signal });
+    return { data: page.data, next: page.hasMore ? page.nextCursor : null };
+  });
+
+/** Every advisory row matching `f` (CSV export). */
+export const advisoryPages = (f: Omit<FindingFilters, 'cveId'>, signal: AbortSignal) =>
+  followPages(async (cursor: string | undefined) => {
+    const page = await call(routes.listAdvisoryFindings, { query: { ...f, limit: EXPORT_PAGE_SIZE, cursor } }, { signal });
+    return { data: page.data, next: page.hasMore ? page.nextCursor : null };
+  });
