@@ -9,7 +9,7 @@ import { DataTable } from '../../components/DataTable';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { Field, errorAt, useContractForm } from '../../components/form';
 import { ago, bytes, dateTime, plural } from '../../lib/format';
-import { useCollection, useMe, useSiteNames } from '../../lib/queries';
+import { collectionPages, useCollection, useMe, useSiteNames } from '../../lib/queries';
 import type { Site, Snapshot } from '../../lib/types';
 import { CompareSnapshots } from './SnapshotDiffPage';
 import { usePageTitle } from '../../lib/usePageTitle';
@@ -138,7 +138,7 @@ export function SnapshotsPage() {
                 : 'No snapshots yet: the daily job (inventory.snapshot) takes one, or an editor can take one now.'}
           </p>
         )}
-        {rows.length > 0 && <DataTable caption="Snapshots, the newest first" partial={snapshots.hasNextPage} data={rows} columns={columns} rowKey={(s) => s.id} rowClassName={(s) => (taken.has(s.id) ? 'just-taken' : undefined)} />}
+        {rows.length > 0 && <DataTable caption="Snapshots, the newest first" partial={snapshots.hasNextPage} data={rows} columns={columns} rowKey={(s) => s.id} rowClassName={(s) => (taken.has(s.id) ? 'just-taken' : undefined)} exportRows={(signal) => collectionPages('snapshots', { reason, order: 'desc' }, signal)} />}
         {snapshots.hasNextPage && (
           <button type="button" className="more" onClick={() => void snapshots.fetchNextPage()} disabled={snapshots.isFetchingNextPage}>
             {snapshots.isFetchingNextPage ? 'Loading…' : 'Load more'}
