@@ -1,8 +1,9 @@
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { seedMemberWithKey } from '../../server/test/helpers.js';
 import { type Json, type Scanning, createNetwork, ingest, onlineDaemon, startSession } from '../../server/test/scanning.js';
-import { type Console, POLL, haveChromium, heading, nav, ownerPage, ownerWithPassword, shot, startConsole } from './harness.js';
+import { type Console, POLL, haveChromium, heading, nav, ownerPage, ownerWithPassword, repoRoot, shot, startConsole } from './harness.js';
 
 // Hosts at an operator's scale (issue 23), end to end: 300 servers and a core switch a daemon
 // reported; a second completed scan no longer finds a dozen of them. The operator searches by MAC
@@ -61,6 +62,8 @@ function batch(sessionId: string, servers: number[], final: boolean): Json {
   };
 }
 
+/** What the screen shows now (not the whole page): a phone's first look. */
+const screen = (p: Page, name: string) => p.screenshot({ path: path.join(repoRoot, 'test-output/console', `${name}.png`) });
 const table = (p: Page, name: string) => p.getByRole('table', { name, exact: true });
 const firstColumn = (p: Page, name: string) => table(p, name).locator('tbody tr td:first-child').allTextContents();
 
@@ -145,6 +148,7 @@ describe.skipIf(!haveChromium)('hosts at an operator\'s scale in Chromium', () =
     await table(p, 'Hosts, gone ones included').getByRole('link', { name: 'srv-177' }).click();
     await heading(p, 'srv-177');
     await p.getByText(/^Gone since \d+ s ago: a completed scan covering all its addresses no longer found it/).waitFor();
+    await shot(p, 'hosts-04b-gone-host');
 
     // The switch: interfaces in natural order, VLANs with names, the LAG, routes and its port map.
     await p.goto('/hosts');
@@ -177,9 +181,12 @@ describe.skipIf(!haveChromium)('hosts at an operator\'s scale in Chromium', () =
     // Narrow screen: the list and the switch still read.
     await p.setViewportSize({ width: 390, height: 844 });
     await shot(p, 'hosts-06-switch-390');
+    await ports.scrollIntoViewIfNeeded();
+    await screen(p, 'hosts-06-switch-390-port-map');
     await p.goto('/hosts?search=10.20.0');
     await table(p, 'Hosts').locator('tbody tr').first().waitFor();
     await shot(p, 'hosts-07-list-390');
+    await screen(p, 'hosts-07-list-390-top');
 
     // A server: its own interface, and the port map's empty state.
     await p.setViewportSize({ width: 1440, height: 900 });

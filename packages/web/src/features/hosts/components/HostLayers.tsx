@@ -64,7 +64,7 @@ const portColumns: ColumnDef<PortLink>[] = [
     enableSorting: false,
     cell: ({ row }) => {
       const p = row.original;
-      return <Link to={`/hosts/${p.hostId}`}>{p.hostname ?? p.fqdn ?? p.address ?? p.hostId}</Link>;
+      return <Link className="nowrap" to={`/hosts/${p.hostId}`}>{p.hostname ?? p.fqdn ?? p.address ?? p.hostId}</Link>;
     },
   },
   { header: 'Address', accessorKey: 'address', enableSorting: false, cell: ({ row }) => <span className="mono">{row.original.address ?? '—'}</span> },
