@@ -161,13 +161,17 @@ export async function updateHosts(db: Db, organisationId: string, since: Date, h
  */
 export async function touchHosts(db: Db, organisationId: string, since: Date, hostIds: string[]) {
   if (hostIds.length === 0) return [];
-  // (\`old\` is the row as the statement found it: its gone_at before this update.)
+  // The rows are locked in id order, so this statement of two batches naming the same hosts never
+  // waits in a cycle; `old` is each row as locked: its gone_at before this update.
   const r = await rows(
     sql<{ id: string; was_gone: boolean }>`
       update hosts h set last_seen_at = now(), gone_at = null, updated_at = case when old.gone_at is not null then now() else h.updated_at end
-      from hosts old
-      where h.organisation_id = ${organisationId} and h.id = any(${hostIds}::uuid[]) and (h.last_seen_at < ${since} or h.gone_at is not null)
-        and old.organisation_id = h.organisation_id and old.id = h.id
+      from (
+        select id, gone_at from hosts
+        where organisation_id = ${organisationId} and id = any(${hostIds}::uuid[]) and (last_seen_at < ${since} or gone_at is not null)
+        order by id for update
+      ) old
+      where h.organisation_id = ${organisationId} and h.id = old.id
       returning h.id, old.gone_at is not null as was_gone`,
     db,
   );
