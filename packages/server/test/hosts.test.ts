@@ -111,6 +111,30 @@ describe('host search: names, vendor, OS, MACs in any notation, partial addresse
     expect(one.map((h) => h.hostname).sort()).toEqual(['db-1', 'sw-core', 'v6-host', 'web-1', 'web-2']);
   });
 
+  it('pages a partial address or a MAC prefix matching over 5,000 hosts (the walk over the page index) in insertion order, each once', async () => {
+    const big = await scanningOrg(t);
+    const o = big.org.organisationId;
+    await sql`insert into hosts (organisation_id, fingerprint, hostname) select ${o}, 'bulk-' || g, 'bulk-' || g from generate_series(1, 5100) g`.execute(t.database.db);
+    await sql`
+      insert into host_addresses (organisation_id, host_id, address, mac)
+      select ${o}, id, ('10.77.' || (seq % 250) || '.' || (seq / 250 + 1))::inet, ('02:77:00:00:' || lpad(to_hex(seq / 256), 2, '0') || ':' || lpad(to_hex(seq % 256), 2, '0'))::macaddr
+      from hosts where organisation_id = ${o}`.execute(t.database.db);
+    const walk = async (term: string) => {
+      const got = await hosts(big, `&search=${encodeURIComponent(term)}`, 500);
+      const ids = got.map((h) => h.id as string);
+      expect(new Set(ids).size).toBe(ids.length);
+      return got;
+    };
+    const byAddress = await walk('10.77');
+    expect(byAddress).toHaveLength(5100);
+    const seqOrder = (await sql<{ id: string }>`select id from hosts where organisation_id = ${o} order by seq`.execute(t.database.db)).rows.map((r) => r.id);
+    expect(byAddress.map((h) => h.id)).toEqual(seqOrder);
+    expect(await walk('02:77:00')).toHaveLength(5100);
+    const in3 = (await sql<{ n: number }>`select count(*)::int as n from host_addresses where organisation_id = ${o} and address <<= '10.77.3.0/24'`.execute(t.database.db)).rows[0]!.n;
+    expect(in3).toBeGreaterThan(0);
+    expect(await walk('10.77.3')).toHaveLength(in3);
+  });
+
   it('refuses a search shorter than 2 characters with 400 invalid_filter', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/api/v1/hosts?search=a', headers: bearer(s.api) });
     expect(res.statusCode).toBe(400);
