@@ -116,7 +116,11 @@ export const Host = z.object({
   parentHostId: Uuid.nullable(),
   openPortCount: z.number().int(),
   firstSeenAt: Timestamp,
-  lastSeenAt: Timestamp,
+  lastSeenAt: Timestamp.describe('When a daemon last reported anything of the host (a fact, an address, a port, a service, a certificate, a neighbour, a VLAN, a route, a LAG).'),
+  goneAt: Timestamp.nullable().describe(
+    'When a completed scan session whose CIDR (less its exclusions) covers every address of the host, in the host\'s site, no longer found it; null while it is present. ' +
+      'Only a completed session marks a host gone (a stalled, cancelled or failed one never does); a host without addresses is never marked gone. Seen again by any batch, it is back (null).',
+  ),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -234,6 +238,16 @@ export type CertificateExpiryWindow = z.infer<typeof CertificateExpiryWindow>;
 /** Days of each window after `expired`. */
 export const certificateWindowDays = { '1d': 1, '7d': 7, '14d': 14, '30d': 30 } as const;
 
+/** What a host `search` matches (spec 2.3, extended by issue 23): the OpenAPI description and the console's hint say the same. */
+export const HOST_SEARCH_RULES =
+  'At least 2 characters (else 400 `invalid_filter`), case-insensitive. A UUID matches the host id; an IPv4 or IPv6 address matches that address; a CIDR the addresses inside it. ' +
+  'Anything else matches a host when any of these holds: its hostname, FQDN, vendor or OS starts with the term; ' +
+  'the term is a MAC address in any common notation (`aa:bb:cc:dd:ee:ff`, `AA-BB-CC-DD-EE-FF`, `aabb.ccdd.eeff`, `aabbccddeeff`), or its start in whole bytes ' +
+  '(`aa:bb:cc`, `aa-bb`, `aabb.cc`, an even number of at least 6 hex digits: `aabbcc`), and an interface or address of the host has a MAC starting so; ' +
+  'the term is the start of a dotted IPv4 address in whole octets (`10.1.0` or `10.1.0.`: 10.1.0.0/24; `10.1` or `10.1.`: 10.1.0.0/16; `10.`: 10.0.0.0/8) ' +
+  'or of an IPv6 address in whole groups (`2001:db8` or `2001:db8:`: 2001:db8::/32), and the host has an address inside it. ' +
+  'Nothing else matches (no substring inside a name, no part of an octet: `10.1.2` never matches 10.1.20.5).';
+
 export const listQueries = {
   hosts: z.strictObject({
     ...page,
@@ -243,7 +257,11 @@ export const listQueries = {
       .min(2, 'search needs at least 2 characters')
       .max(255)
       .optional()
-      .describe('At least 2 characters. A UUID matches the host id; an IPv4/IPv6 address or CIDR matches by address; anything else matches hostname or FQDN (case-insensitive prefix).'),
+      .describe(HOST_SEARCH_RULES),
+    gone: z
+      .enum(['true', 'false'])
+      .optional()
+      .describe('`false`: only the hosts present (`goneAt` null), as the console lists them by default; `true`: only the hosts gone. Absent: every host, gone or not.'),
   }),
   services: z.strictObject({ ...page, hostId: Uuid.optional() }),
   networks: z.strictObject({ ...page, siteId: Uuid.optional() }),

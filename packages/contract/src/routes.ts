@@ -8,6 +8,7 @@ import { daemonRoutes } from './routes/daemon.js';
 import { eventRoutes } from './routes/events.js';
 import { findingRoutes } from './routes/findings.js';
 import { healthRoutes } from './routes/health.js';
+import { hostRoutes } from './routes/hosts.js';
 import { routeOfCollection, inventoryReadRoutes, inventoryRoutes, inventoryWriteRoutes } from './routes/inventory.js';
 import { jobRoutes } from './routes/jobs.js';
 import { lookupRoutes } from './routes/lookup.js';
@@ -21,6 +22,7 @@ import { siteRoutes } from './routes/sites.js';
 import { snapshotRoutes } from './routes/snapshots.js';
 import { topologyRoutes } from './routes/topology.js';
 export { Overview } from './routes/overview.js';
+export { HostDetail } from './routes/hosts.js';
 export { LOOKUP_MAX_IDS, LookupResult } from './routes/lookup.js';
 export { SnapshotDiff, SnapshotDiffChange, SnapshotDiffKind, SnapshotDiffQuery, SnapshotDiffSection, snapshotDiffKinds, snapshotDiffSections } from './routes/snapshots.js';
 
@@ -35,6 +37,7 @@ export {
   eventRoutes,
   findingRoutes,
   healthRoutes,
+  hostRoutes,
   inventoryReadRoutes,
   inventoryRoutes,
   inventoryWriteRoutes,
@@ -81,6 +84,7 @@ export const routes = {
   ...attestationRoutes,
   ...findingRoutes,
   ...auditRoutes,
+  ...hostRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteName = keyof typeof routes;

@@ -14,6 +14,7 @@ import { migrate } from './db/migrate.js';
 import { checkConnectionBudget, databaseOptions } from './db/open.js';
 import { eventsModule } from './events/index.js';
 import { healthModule } from './health/index.js';
+import { hostsModule } from './hosts/index.js';
 import { buildApp } from './http/app.js';
 import { ingestModule } from './ingest/index.js';
 import { inventoryModule } from './inventory/index.js';
@@ -39,6 +40,7 @@ export const modules: readonly Module[] = [
   authModule,
   healthModule,
   inventoryModule,
+  hostsModule,
   findingsModule,
   auditModule,
   snapshotsModule,

@@ -26,6 +26,7 @@ describe('GET /api/v1/overview (the console overview\'s figures)', () => {
     const org = await seedOrg(t.database);
     const o = await overview(org.ownerEmail);
     expect(o).toEqual({
+      hosts: { present: 0, gone: 0 },
       sessions: { queued: 0, dispatched: 0, running: 0, completed: 0, failed: 0, cancelled: 0, stalled: 0 },
       lastSnapshotAt: null,
       lastSnapshotAgeSeconds: null,

@@ -4,6 +4,7 @@ import {
   type CollectionName,
   CreateNetworkRequest,
   CreateSnapshotRequest,
+  HOST_SEARCH_RULES,
   Network,
   PatchVulnerabilityRequest,
   Snapshot,
@@ -24,6 +25,14 @@ const collectionSummaries: Record<CollectionName, string> = {
   topologies: 'Topology views (read-only)',
 };
 
+/** What a collection's description adds to the common one (its own filters' rules). */
+const collectionNotes: Partial<Record<CollectionName, string>> = {
+  hosts:
+    ` \`search\`: ${HOST_SEARCH_RULES} ` +
+    '`gone`: a host is gone (`goneAt` set) once a completed scan session covering every one of its addresses no longer found it, and back (`goneAt` null) when a daemon reports it again; ' +
+    '`gone=false` lists the hosts present (the console\'s default), `gone=true` the gone ones, and without it every host is listed.',
+};
+
 function collectionRoute<const N extends CollectionName>(name: N) {
   return route({
     method: 'GET',
@@ -32,7 +41,8 @@ function collectionRoute<const N extends CollectionName>(name: N) {
     summary: collectionSummaries[name],
     description:
       'Keyset-paginated in insertion order. `nextCursor` is opaque and bound to this collection, these filters and your organisation. ' +
-      'An unknown parameter gives 400 `unknown_parameter`, a bad filter value 400 `invalid_filter`, a bad `limit` 400 `limit_out_of_range`, a bad cursor 400 `invalid_cursor`.',
+      'An unknown parameter gives 400 `unknown_parameter`, a bad filter value 400 `invalid_filter`, a bad `limit` 400 `limit_out_of_range`, a bad cursor 400 `invalid_cursor`.' +
+      (collectionNotes[name] ?? ''),
     tags: ['inventory'],
     auth: { kind: 'apiKey', scope: 'inventory:read' },
     collection: true,

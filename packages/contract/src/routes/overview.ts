@@ -8,6 +8,9 @@ const Seconds = z.number().nonnegative();
 
 /** The console's overview figures that no list already answers (daemons: `GET /api/v1/daemons`, quietest first). */
 export const Overview = z.object({
+  hosts: z
+    .object({ present: Count.describe('Hosts not gone: what the console\'s Hosts screen lists by default (`GET /api/v1/hosts?gone=false`).'), gone: Count })
+    .describe('Hosts of the organisation, present and gone.'),
   sessions: z.object(Object.fromEntries(scanSessionStates.map((s) => [s, Count])) as Record<(typeof scanSessionStates)[number], typeof Count>).describe('Scan sessions per state, every state listed.'),
   lastSnapshotAt: Timestamp.nullable().describe('When the latest snapshot was captured; null when none was.'),
   lastSnapshotAgeSeconds: Seconds.nullable(),
@@ -24,7 +27,7 @@ export const overviewRoutes = {
     operationId: 'getOverview',
     summary: 'The figures of the console\'s overview for the session\'s organisation',
     description:
-      'Scan sessions per state (every state, 0 where none), the latest snapshot and its age, the advisory mirror\'s age (null while it holds no advisory), and certificates ' +
+      'Hosts present and gone, scan sessions per state (every state, 0 where none), the latest snapshot and its age, the advisory mirror\'s age (null while it holds no advisory), and certificates ' +
       'expiring per window (cumulative, not yet expired; `expired`: already past). The same definitions as the metrics; a fixed number of queries.',
     tags: ['console'],
     internal: true,

@@ -128,6 +128,8 @@ export interface HostsTable {
   parent_host_id: string | null;
   first_seen_at: Timestamp;
   last_seen_at: Timestamp;
+  /** Set when a completed scan session covering all its addresses no longer found it (migration 0020). */
+  gone_at: NullableTimestamp;
   created_at: Created;
   updated_at: Timestamp;
 }

@@ -156,6 +156,29 @@ export async function updateHosts(db: Db, organisationId: string, since: Date, h
 }
 
 /**
+ * Every host the facts name was seen: its last-seen time moves on (once per observation round)
+ * and a gone host is back. Returns the hosts that were gone.
+ */
+export async function touchHosts(db: Db, organisationId: string, since: Date, hostIds: string[]) {
+  if (hostIds.length === 0) return [];
+  // The rows are locked in id order, so this statement of two batches naming the same hosts never
+  // waits in a cycle; `old` is each row as locked: its gone_at before this update.
+  const r = await rows(
+    sql<{ id: string; was_gone: boolean }>`
+      update hosts h set last_seen_at = now(), gone_at = null, updated_at = case when old.gone_at is not null then now() else h.updated_at end
+      from (
+        select id, gone_at from hosts
+        where organisation_id = ${organisationId} and id = any(${hostIds}::uuid[]) and (last_seen_at < ${since} or gone_at is not null)
+        order by id for update
+      ) old
+      where h.organisation_id = ${organisationId} and h.id = old.id
+      returning h.id, old.gone_at is not null as was_gone`,
+    db,
+  );
+  return r.filter((x) => x.was_gone).map((x) => x.id);
+}
+
+/**
  * The upserts below share one shape: INSERT ... SELECT FROM unnest (left-joined to the existing row
  * where an absent value must keep the stored one) ... ON CONFLICT DO UPDATE ... WHERE a fact changed
  * or the row was not yet seen this session (last_seen_at < since). RETURNING lists the rows written
@@ -404,6 +427,27 @@ export async function markAbsent(db: Db, o: string, session: { cidr: string; exc
         and s.address is not null and s.address <<= ${session.cidr}::cidr
         and not exists (select 1 from unnest(${session.exclude_cidrs}::cidr[]) e where s.address <<= e)
       returning s.id`,
+    db,
+  );
+  return r.map((x) => x.id);
+}
+
+/**
+ * A completed session marks gone the hosts of its site it no longer found: every address of the
+ * host inside its CIDR (less its exclusions), the host not seen since the session started.
+ * Returns their ids.
+ */
+export async function markHostsGone(db: Db, o: string, session: { cidr: string; exclude_cidrs: string[]; since: Date; site_id: string | null }) {
+  const r = await rows(
+    sql<{ id: string }>`
+      update hosts h set gone_at = now(), updated_at = now()
+      where h.organisation_id = ${o} and h.gone_at is null and h.last_seen_at < ${session.since} and h.site_id is not distinct from ${session.site_id}::uuid
+        and h.id in (select a.host_id from host_addresses a where a.organisation_id = ${o} and a.address <<= ${session.cidr}::cidr)
+        and not exists (
+          select 1 from host_addresses a where a.organisation_id = ${o} and a.host_id = h.id
+            and (not (a.address <<= ${session.cidr}::cidr) or exists (select 1 from unnest(${session.exclude_cidrs}::cidr[]) e where a.address <<= e))
+        )
+      returning h.id`,
     db,
   );
   return r.map((x) => x.id);

@@ -65,7 +65,8 @@ async function applyObservations(trx: Transaction<DB>, org: string, daemonId: st
   const reconciled = await reconcile(trx, source, facts);
   const gone = await advanceSession(trx, org, daemonId, session, b);
   // Built topologies of the changed hosts' sites no longer describe the inventory.
-  if (reconciled.changedHostIds.length > 0 || gone.length > 0) await markTopologiesStale(trx, org, { hostIds: reconciled.changedHostIds, serviceIds: gone });
+  const hostIds = [...reconciled.changedHostIds, ...gone.hosts];
+  if (hostIds.length > 0 || gone.services.length > 0) await markTopologiesStale(trx, org, { hostIds, serviceIds: gone.services });
   return { accepted, dedupHits: reconciled.unchanged };
 }
 
@@ -94,15 +95,18 @@ async function alreadyApplied(trx: Transaction<DB>, org: string, b: Batch, rows:
 
 /**
  * Records the batch on its session: progress, first batch → running, final → completed. A session
- * completing now marks absent what it did not see inside its CIDR, logs those services as updated
- * and announces itself (scan.completed). Returns the ids of the services gone.
+ * completing now marks absent what it did not see inside its CIDR (services, and hosts all of
+ * whose addresses it covered), logs them as updated and announces itself (scan.completed).
+ * Returns the ids of the services and hosts gone.
  */
-async function advanceSession(trx: Transaction<DB>, org: string, daemonId: string, session: Session, b: Batch): Promise<string[]> {
+async function advanceSession(trx: Transaction<DB>, org: string, daemonId: string, session: Session, b: Batch): Promise<{ services: string[]; hosts: string[] }> {
   const state = await repo.advanceSession(trx, org, b.sessionId, { final: b.final, ...b.stats });
   const completedNow = session.state !== 'completed' && session.state !== 'failed' && state === 'completed';
-  if (!completedNow) return [];
-  const gone = await repo.markAbsent(trx, org, session);
-  await repo.announceScanCompleted(trx, org, b.sessionId, { cidr: session.cidr, daemonId, goneServices: gone.length, ...b.stats });
-  await logChanges(trx, org, 'service', gone, 'updated');
-  return gone;
+  if (!completedNow) return { services: [], hosts: [] };
+  const services = await repo.markAbsent(trx, org, session);
+  const hosts = await repo.markHostsGone(trx, org, session);
+  await repo.announceScanCompleted(trx, org, b.sessionId, { cidr: session.cidr, daemonId, goneServices: services.length, ...b.stats });
+  await logChanges(trx, org, 'service', services, 'updated');
+  await logChanges(trx, org, 'host', hosts, 'updated');
+  return { services, hosts };
 }

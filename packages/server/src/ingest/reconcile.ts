@@ -74,11 +74,13 @@ export async function reconcile(tx: Transaction<DB>, source: Source, facts: Fact
     await reconcileRoutes(tx, source, facts, host),
     await reconcileLagGroups(tx, source, facts, host),
   ];
+  // Every host the facts name was seen (a gone one is back): after the steps, which compare last-seen times with `since`.
+  const back = await repo.touchHosts(tx, source.organisationId, source.since, [...new Set(hostOf.values())]);
   // (createHosts and upsertServices logged their own changes.)
-  await logChanges(tx, source.organisationId, 'host', hosts.updated, 'updated');
+  await logChanges(tx, source.organisationId, 'host', [...new Set([...hosts.updated, ...back])], 'updated');
   return {
     unchanged: steps.reduce((n, s) => n + s.unchanged, 0),
-    changedHostIds: [...new Set(steps.flatMap((s) => s.changedHostIds))],
+    changedHostIds: [...new Set([...steps.flatMap((s) => s.changedHostIds), ...back])],
   };
 }
 

@@ -3,6 +3,7 @@ import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
 import { logChanges } from '../events/changes.js';
 import { snapshotColumns } from '../snapshots/snapshots.repo.js';
+import type { HostSearch } from './search.js';
 
 export interface PageArgs {
   organisationId: string;
@@ -47,18 +48,52 @@ export function listNetworks(db: Kysely<DB>, p: PageArgs, f: { siteId?: string |
   return keyset(q, 'networks', p).execute();
 }
 
-/** How a host search term is matched (spec 2.3). */
-export type HostSearch = { kind: 'id'; id: string } | { kind: 'address'; address: string } | { kind: 'cidr'; cidr: string } | { kind: 'name'; prefix: string };
+/** Below this many matches a text search collects its hosts from the value indexes, not the page index. */
+const SPARSE_TEXT_MATCHES = 5000;
 
-/** Below this many matches a name search collects its hosts from the name indexes, not the page index. */
-const SPARSE_NAME_MATCHES = 5000;
+type HostFilters = { siteId?: string | undefined; search?: HostSearch | undefined; gone?: boolean | undefined } & ById;
 
-export async function listHosts(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; search?: HostSearch | undefined } & ById) {
+/** The LIKE pattern of a prefix: its wildcards escaped. */
+const prefixPattern = (prefix: string) => `${prefix.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/** Whether the host (`hosts` of the outer query) matches a text search: the whole rule, for the walk over the page index. */
+function textMatch(s: Extract<HostSearch, { kind: 'text' }>) {
+  const p = prefixPattern(s.prefix);
+  const byValue = [
+    s.mac && sql`exists (select 1 from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id and a.mac between ${s.mac.from}::macaddr and ${s.mac.to}::macaddr)`,
+    s.mac && sql`exists (select 1 from host_interfaces i where i.organisation_id = hosts.organisation_id and i.host_id = hosts.id and i.mac between ${s.mac.from}::macaddr and ${s.mac.to}::macaddr)`,
+    s.cidr && sql`exists (select 1 from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id and a.address <<= ${s.cidr}::cidr)`,
+  ].filter((x) => !!x);
+  return sql<boolean>`(lower(hostname) like ${p} or lower(fqdn) like ${p} or lower(vendor) like ${p} or lower(os) like ${p}${sql.join(byValue.map((x) => sql` or ${x}`), sql``)})`;
+}
+
+/**
+ * The hosts a text search matches after `p.after`, within the filters, gathered from the value
+ * indexes (names, vendor, OS, MACs, addresses) one branch each: at most SPARSE_TEXT_MATCHES + 1.
+ */
+async function textCandidates(db: Kysely<DB>, p: PageArgs, f: HostFilters, s: Extract<HostSearch, { kind: 'text' }>) {
+  const o = p.organisationId;
+  const pattern = prefixPattern(s.prefix);
+  const scope = sql`h.organisation_id = ${o} and h.seq > ${p.after}${f.siteId ? sql` and h.site_id = ${f.siteId}` : sql``}${f.gone === undefined ? sql`` : f.gone ? sql` and h.gone_at is not null` : sql` and h.gone_at is null`}`;
+  const branches = [
+    ...['hostname', 'fqdn', 'vendor', 'os'].map((c) => sql`select h.id, h.seq from hosts h where ${scope} and lower(${sql.ref(`h.${c}`)}) like ${pattern}`),
+    ...(s.mac
+      ? [
+          sql`select h.id, h.seq from host_addresses a join hosts h on h.organisation_id = a.organisation_id and h.id = a.host_id where a.organisation_id = ${o} and a.mac between ${s.mac.from}::macaddr and ${s.mac.to}::macaddr and ${scope}`,
+          sql`select h.id, h.seq from host_interfaces i join hosts h on h.organisation_id = i.organisation_id and h.id = i.host_id where i.organisation_id = ${o} and i.mac between ${s.mac.from}::macaddr and ${s.mac.to}::macaddr and ${scope}`,
+        ]
+      : []),
+    ...(s.cidr ? [sql`select h.id, h.seq from host_addresses a join hosts h on h.organisation_id = a.organisation_id and h.id = a.host_id where a.organisation_id = ${o} and a.address <<= ${s.cidr}::cidr and ${scope}`] : []),
+  ];
+  return (await sql<{ id: string; seq: number }>`${sql.join(branches, sql` union `)} limit ${SPARSE_TEXT_MATCHES + 1}`.execute(db)).rows;
+}
+
+export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
   let q = db
     .selectFrom('hosts')
     .select([
       'id', 'seq', 'site_id', 'hostname', 'fqdn', 'vendor', 'os', 'device_type', 'parent_host_id',
-      iso('first_seen_at'), iso('last_seen_at'), iso('created_at'), iso('updated_at'),
+      iso('first_seen_at'), iso('last_seen_at'), isoOrNull('gone_at'), iso('created_at'), iso('updated_at'),
       sql<string[]>`array(select host(a.address) from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id order by a.address)`.as('addresses'),
       sql<string[]>`array(select distinct m.mac::text from (
           select mac from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id
@@ -68,6 +103,7 @@ export async function listHosts(db: Kysely<DB>, p: PageArgs, f: { siteId?: strin
     ]);
   if (f.siteId) q = q.where('site_id', '=', f.siteId);
   if (f.ids) q = q.where('id', 'in', [...f.ids]);
+  if (f.gone !== undefined) q = q.where('gone_at', f.gone ? 'is not' : 'is', null);
   const s = f.search;
   if (s?.kind === 'id') q = q.where('id', '=', s.id);
   else if (s?.kind === 'address' || s?.kind === 'cidr') {
@@ -75,21 +111,17 @@ export async function listHosts(db: Kysely<DB>, p: PageArgs, f: { siteId?: strin
     q = q.where('id', 'in', (eb) =>
       eb.selectFrom('host_addresses as a').select('a.host_id').where('a.organisation_id', '=', p.organisationId).where(match),
     );
-  } else if (s?.kind === 'name') {
-    const pattern = `${s.prefix.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    const nameMatch = sql<boolean>`(lower(hostname) like ${pattern} or lower(fqdn) like ${pattern})`;
-    // The planner misjudges how many names share a prefix and may walk the page index for a
-    // rare one (seconds at a million hosts). So first gather the matches from the name indexes:
+  } else if (s?.kind === 'text') {
+    // The planner misjudges how many hosts share a prefix and may walk the page index for a
+    // rare one (seconds at a million hosts). So first gather the matches from the value indexes:
     // when they are few, page over exactly those ids; when many, the page-index walk is right.
-    const candidates = await sql<{ id: string; seq: number }>`
-      select id, seq from hosts where organisation_id = ${p.organisationId} and seq > ${p.after} and ${nameMatch}
-      limit ${SPARSE_NAME_MATCHES + 1}`.execute(db);
-    if (candidates.rows.length <= SPARSE_NAME_MATCHES) {
-      const ids = candidates.rows.sort((a, b) => a.seq - b.seq).slice(0, p.take).map((r) => r.id);
+    const candidates = p.desc ? null : await textCandidates(db, p, f, s);
+    if (candidates && candidates.length <= SPARSE_TEXT_MATCHES) {
+      const ids = candidates.sort((a, b) => a.seq - b.seq).slice(0, p.take).map((r) => r.id);
       if (ids.length === 0) return [];
       q = q.where('id', 'in', ids);
     } else {
-      q = q.where(nameMatch);
+      q = q.where(textMatch(s));
     }
   }
   return keyset(q, 'hosts', p).execute();

@@ -1,4 +1,4 @@
-import { type CertificateExpiryWindow, type CollectionName, type VulnerabilityState, certificateWindowDays, isUuid, listQueries, parseCidr, parseIp, vulnerabilityPatchMoves } from '@surveyor/contract';
+import { type CertificateExpiryWindow, type CollectionName, type VulnerabilityState, certificateWindowDays, listQueries, vulnerabilityPatchMoves } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
@@ -7,6 +7,7 @@ import { AppError } from '../errors.js';
 import { logChanges } from '../events/changes.js';
 import type { CursorCodec } from './cursor.js';
 import * as repo from './inventory.repo.js';
+import { classifySearch } from './search.js';
 import { toSnapshot } from '../snapshots/snapshots.service.js';
 import { markNetworkViewsStale } from '../topology/dependencies.js';
 
@@ -48,6 +49,7 @@ const toHost = (r: Row<typeof repo.listHosts>) => ({
   openPortCount: r.open_port_count,
   firstSeenAt: r.first_seen_at,
   lastSeenAt: r.last_seen_at,
+  goneAt: r.gone_at,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -126,14 +128,6 @@ const toTopology = (r: Row<typeof repo.listTopologies>) => ({
   updatedAt: r.updated_at,
 });
 
-/** Classifies a host search term (spec 2.3): UUID → id, address → address, CIDR → containment, else name prefix. */
-export function classifySearch(term: string): repo.HostSearch {
-  if (isUuid(term)) return { kind: 'id', id: term.toLowerCase() };
-  if (parseIp(term)) return { kind: 'address', address: term };
-  if (parseCidr(term)) return { kind: 'cidr', cidr: term }; // host bits may be set: the search uses its network
-  return { kind: 'name', prefix: term };
-}
-
 type Query<N extends CollectionName> = z.output<(typeof listQueries)[N]>;
 
 /** A certificate expiry window of the contract as of `now`. */
@@ -145,7 +139,10 @@ const listers: { [N in CollectionName]: (db: Kysely<DB>, p: repo.PageArgs, q: Qu
   sites: async (db, p) => (await repo.listSites(db, p)).map((r) => ({ seq: r.seq, item: toSite(r) })),
   networks: async (db, p, q) => (await repo.listNetworks(db, p, q)).map((r) => ({ seq: r.seq, item: toNetwork(r) })),
   hosts: async (db, p, q) =>
-    (await repo.listHosts(db, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search) })).map((r) => ({ seq: r.seq, item: toHost(r) })),
+    (await repo.listHosts(db, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search), gone: q.gone === undefined ? undefined : q.gone === 'true' })).map((r) => ({
+      seq: r.seq,
+      item: toHost(r),
+    })),
   services: async (db, p, q) => (await repo.listServices(db, p, q)).map((r) => ({ seq: r.seq, item: toService(r) })),
   certificates: async (db, p, q) =>
     (await repo.listCertificates(db, p, { ...q, expiring: q.expiring === undefined ? undefined : expiryWindow(q.expiring, new Date()) })).map((r) => ({ seq: r.seq, item: toCertificate(r) })),

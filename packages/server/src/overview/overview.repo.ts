@@ -37,3 +37,11 @@ export async function latestSnapshot(db: Db, organisationId: string, now: Date):
   const x = r.rows[0];
   return { at: x?.at ? new Date(x.at) : null, ageSeconds: x?.age ?? null };
 }
+
+/** Hosts present (not gone) and gone: what the Hosts screen lists by default, and the rest. One count. */
+export async function hostCounts(db: Db, organisationId: string): Promise<{ present: number; gone: number }> {
+  const r = await sql<{ present: number; gone: number }>`
+    select count(*) filter (where gone_at is null)::int as present, count(*) filter (where gone_at is not null)::int as gone
+    from hosts where organisation_id = ${organisationId}`.execute(db);
+  return r.rows[0]!;
+}

@@ -3,6 +3,8 @@ import { useMemo } from 'react';
 import { Link, useParams } from 'react-router';
 import { DataTable } from '../../components/DataTable';
 import { ErrorAlert } from '../../components/ErrorAlert';
+import { HostLayers } from './components/HostLayers';
+import { HostStatus } from './components/HostStatus';
 import { HostTopology } from './components/HostTopology';
 import { VulnerabilityTable } from '../../components/VulnerabilityTable';
 import { ago, dateTime } from '../../lib/format';
@@ -115,6 +117,11 @@ export function HostPage() {
       {host.data === null && <p className="empty">No such host in this organisation. <Link to="/hosts">Back to the hosts</Link>.</p>}
       {h && (
         <>
+          {h.goneAt && (
+            <p className="notice">
+              Gone since <time dateTime={h.goneAt} title={dateTime(h.goneAt)}>{ago(h.goneAt)}</time>: a completed scan covering all its addresses no longer found it. It is back as soon as a daemon reports it again.
+            </p>
+          )}
           <dl className="fields">
             <Field name="Hostname">{h.hostname ?? '—'}</Field>
             <Field name="FQDN">{h.fqdn ?? '—'}</Field>
@@ -124,6 +131,7 @@ export function HostPage() {
             <Field name="OS">{h.os ?? '—'}</Field>
             <Field name="Device type">{h.deviceType ?? '—'}</Field>
             <Field name="Site">{h.siteId ? (sites.get(h.siteId)?.name ?? h.siteId) : '—'}</Field>
+            <Field name="Status"><HostStatus goneAt={h.goneAt} /></Field>
             <Field name="Open ports">{h.openPortCount}</Field>
             <Field name="First seen">{dateTime(h.firstSeenAt)}</Field>
             <Field name="Last seen">{dateTime(h.lastSeenAt)} ({ago(h.lastSeenAt)})</Field>
@@ -143,6 +151,8 @@ export function HostPage() {
           <HostTopology hostId={h.id} hostName={title} />
 
           <HostNeighbours hostId={h.id} />
+
+          <HostLayers hostId={h.id} />
 
           <section aria-labelledby="host-vulns">
             <h2 id="host-vulns">Vulnerabilities</h2>

@@ -7,8 +7,9 @@ import { ago, dateTime } from '../../lib/format';
 import { useCollection, useSiteNames, useSites } from '../../lib/queries';
 import type { Host, Site } from '../../lib/types';
 import { usePageTitle } from '../../lib/usePageTitle';
+import { HostStatus } from './components/HostStatus';
 
-function hostColumns(sites: Map<string, Site>): ColumnDef<Host>[] {
+function hostColumns(sites: Map<string, Site>, showStatus: boolean): ColumnDef<Host>[] {
   return [
     {
       header: 'Hostname',
@@ -16,15 +17,36 @@ function hostColumns(sites: Map<string, Site>): ColumnDef<Host>[] {
       cell: ({ row }) => <Link to={`/hosts/${row.original.id}`}>{row.original.hostname ?? row.original.fqdn ?? row.original.addresses[0] ?? row.original.id}</Link>,
     },
     { header: 'Addresses', accessorKey: 'addresses', cell: ({ row }) => <span className="mono">{row.original.addresses.join(', ') || '—'}</span> },
+    {
+      header: 'MAC',
+      accessorKey: 'macs',
+      enableSorting: false,
+      cell: ({ row }) => {
+        const [first, ...more] = row.original.macs;
+        if (!first) return '—';
+        return (
+          <span className="mono nowrap" title={row.original.macs.join('\n')}>
+            {first}
+            {more.length > 0 && <span className="muted"> +{more.length}</span>}
+          </span>
+        );
+      },
+    },
+    { header: 'Vendor', accessorKey: 'vendor', cell: ({ row }) => row.original.vendor ?? '—' },
     { header: 'OS', accessorKey: 'os', cell: ({ row }) => row.original.os ?? '—' },
     { header: 'Site', accessorKey: 'siteId', enableSorting: false, cell: ({ row }) => (row.original.siteId ? (sites.get(row.original.siteId)?.name ?? '…') : '—') },
     {
       header: 'Last seen',
       accessorKey: 'lastSeenAt',
-      cell: ({ row }) => <time dateTime={row.original.lastSeenAt} title={dateTime(row.original.lastSeenAt)}>{ago(row.original.lastSeenAt)}</time>,
+      cell: ({ row }) => <time className="nowrap" dateTime={row.original.lastSeenAt} title={dateTime(row.original.lastSeenAt)}>{ago(row.original.lastSeenAt)}</time>,
     },
+    ...(showStatus ? [{ header: 'Status', id: 'status', accessorFn: (h: Host) => h.goneAt ?? '', cell: ({ row }: { row: { original: Host } }) => <HostStatus goneAt={row.original.goneAt} /> }] : []),
   ];
 }
+
+/** What the search matches (the API's rules, HOST_SEARCH_RULES in the contract), in a line. */
+export const SEARCH_HINT =
+  'Matches the start of a hostname, FQDN, vendor or OS; an address, a CIDR, or the start of an address in whole octets (10.1.0); a MAC in any notation (aa:bb:cc:dd:ee:ff, AA-BB-…, aabb.ccdd.eeff) or its first bytes (aa:bb:cc); a host id.';
 
 /** The search the API takes: at least 2 characters once trimmed (shorter is not sent). */
 function useDebounced(value: string, ms: number): string {
@@ -55,6 +77,7 @@ export function HostsPage() {
         if (search) next.set('search', search);
         const s = prev.get('siteId');
         if (s) next.set('siteId', s);
+        if (prev.get('gone')) next.set('gone', '1');
         return next;
       },
       { replace: true },
@@ -71,11 +94,24 @@ export function HostsPage() {
       { replace: true },
     );
 
+  const showGone = params.get('gone') === '1';
+  const setShowGone = (value: boolean) =>
+    setParams(
+      (prev) => {
+        const next = new URLSearchParams(prev);
+        if (value) next.set('gone', '1');
+        else next.delete('gone');
+        return next;
+      },
+      { replace: true },
+    );
+
   const sites = useSites();
-  const hosts = useCollection('hosts', { limit: 100, search, siteId });
+  // By default only the hosts present, as the overview counts them; "Show gone hosts" lists every host.
+  const hosts = useCollection('hosts', { limit: 100, search, siteId, ...(showGone ? {} : { gone: 'false' as const }) });
   const rows = useMemo(() => hosts.data?.pages.flatMap((p) => p.data) ?? [], [hosts.data]);
   const siteNames = useSiteNames([siteParam, ...rows.map((h) => h.siteId)]);
-  const columns = useMemo(() => hostColumns(siteNames), [siteNames]);
+  const columns = useMemo(() => hostColumns(siteNames, showGone), [siteNames, showGone]);
 
   return (
     <>
@@ -87,7 +123,7 @@ export function HostsPage() {
             type="search"
             value={text}
             onChange={(e) => setText(e.target.value)}
-            placeholder="hostname, FQDN, address, CIDR or id"
+            placeholder="name, vendor, OS, address, 10.1.0, MAC or id"
             aria-describedby={hintId}
             maxLength={255}
           />
@@ -102,15 +138,36 @@ export function HostsPage() {
             ))}
           </select>
         </label>
-        <span id={hintId} className="hint">{tooShort ? 'Type at least 2 characters to search.' : 'Prefix of a name, an address or a CIDR.'}</span>
+        <label className="check">
+          <input type="checkbox" checked={showGone} onChange={(e) => setShowGone(e.target.checked)} />
+          Show gone hosts
+        </label>
+        <span id={hintId} className="hint">{tooShort ? 'Type at least 2 characters to search.' : SEARCH_HINT}</span>
       </div>
       <ErrorAlert error={hosts.error} />
       {hosts.isPending && !hosts.error && <p className="loading">Loading…</p>}
       {hosts.data && rows.length === 0 && (
-        <p className="empty">{search || siteId ? `No host matches${search ? ` “${search}”` : ''}${siteId ? ' in this site' : ''}.` : 'No hosts yet: enrol a daemon and scan a network.'}</p>
+        <p className="empty">
+          {search || siteId ? `No host matches${search ? ` “${search}”` : ''}${siteId ? ' in this site' : ''}.` : showGone ? 'No hosts yet: enrol a daemon and scan a network.' : 'No host is present.'}
+          {!showGone && (
+            <>
+              {' '}Gone hosts are hidden:{' '}
+              <button type="button" className="small" onClick={() => setShowGone(true)}>Show gone hosts</button>.
+            </>
+          )}
+        </p>
       )}
       {rows.length > 0 && (
-        <DataTable caption="Hosts" partial={hosts.hasNextPage} data={rows} columns={columns} rowKey={(h) => h.id} onRowOpen={(h) => void navigate(`/hosts/${h.id}`)} />
+        <DataTable
+          caption={showGone ? 'Hosts, gone ones included' : 'Hosts'}
+          storageKey="Hosts"
+          partial={hosts.hasNextPage}
+          data={rows}
+          columns={columns}
+          rowKey={(h) => h.id}
+          rowClassName={(h) => (h.goneAt ? 'gone' : undefined)}
+          onRowOpen={(h) => void navigate(`/hosts/${h.id}`)}
+        />
       )}
       {hosts.hasNextPage && (
         <button type="button" className="more" onClick={() => void hosts.fetchNextPage()} disabled={hosts.isFetchingNextPage}>

@@ -7,6 +7,17 @@ import { fetchPage } from '../../lib/queries';
 /** A host's topology over a window, kept under the hosts' keys (a scan or a host change refreshes it). */
 const hostTopologyKey = (hostId: string, windowHours: number) => [...hostKeys.all, 'topology', hostId, windowHours] as const;
 
+/** A host's interfaces, VLANs, LAG groups, routes and port map, under the hosts' keys (a host change refreshes it). */
+const hostDetailKey = (hostId: string) => [...hostKeys.all, 'detail', hostId] as const;
+
+/** What the daemons reported of a host's layer 2/3, and who reports being on its ports (`GET /api/v1/hosts/{id}/detail`, internal). */
+export function useHostDetail(hostId: string) {
+  return useQuery({
+    queryKey: hostDetailKey(hostId),
+    queryFn: ({ signal }) => call(routes.getHostDetail, { params: { id: hostId } }, { signal }),
+  });
+}
+
 /** One host by id (the hosts search matches a UUID to the host id): null when the organisation has none. */
 export function useHost(id: string) {
   return useQuery({

@@ -61,7 +61,6 @@ export function OverviewPage() {
   usePageTitle('Overview');
   const me = useMe();
   const admin = me.data ? roleAtLeast(me.data.role, 'admin') : false;
-  const hosts = usePage('hosts', { limit: 500 });
   const critical = usePage('vulnerabilities', { state: 'open', severity: 'critical', limit: 500 });
   const daemons = useDaemonCounts();
   const jobs = useJobs(admin);
@@ -80,13 +79,11 @@ export function OverviewPage() {
       <h1>Overview</h1>
       <section aria-labelledby="ov-hosts">
         <h2 id="ov-hosts">Inventory</h2>
-        <ErrorAlert error={hosts.error} />
         <ul className="figures">
-          <Figure label="hosts" value={hosts.error ? '?' : countOf(hosts.data)} to="/hosts" />
+          {/* Hosts present: what the Hosts screen lists by default; the gone ones behind its "Show gone hosts". */}
+          <Figure label="hosts" value={o ? o.hosts.present : overview.error ? '?' : '…'} to="/hosts" hint={o && o.hosts.gone > 0 ? `${o.hosts.gone} gone` : undefined} />
         </ul>
-        {hosts.data && hosts.data.data.length === 0 && (
-          <p className="empty">No hosts yet: enrol a daemon and scan a network.</p>
-        )}
+        {o && o.hosts.present + o.hosts.gone === 0 && <p className="empty">No hosts yet: enrol a daemon and scan a network.</p>}
       </section>
 
       <section aria-labelledby="ov-findings">
