@@ -8,7 +8,8 @@ import { daemonRoutes } from './routes/daemon.js';
 import { eventRoutes } from './routes/events.js';
 import { findingRoutes } from './routes/findings.js';
 import { healthRoutes } from './routes/health.js';
-import { routeOfCollection, inventoryReadRoutes, inventoryRoutes, inventoryWriteRoutes } from './routes/inventory.js';
+import { routeOfCollection, inventoryReadRoutes, inventoryRoutes, inventoryWriteRoutes, serviceCountRoutes } from './routes/inventory.js';
+import { searchRoutes } from './routes/search.js';
 import { jobRoutes } from './routes/jobs.js';
 import { lookupRoutes } from './routes/lookup.js';
 import { memberRoutes } from './routes/members.js';
@@ -22,11 +23,14 @@ import { snapshotRoutes } from './routes/snapshots.js';
 import { topologyRoutes } from './routes/topology.js';
 export { Overview } from './routes/overview.js';
 export { LOOKUP_MAX_IDS, LookupResult } from './routes/lookup.js';
+export { ServiceCount } from './routes/inventory.js';
 export { SnapshotDiff, SnapshotDiffChange, SnapshotDiffKind, SnapshotDiffQuery, SnapshotDiffSection, snapshotDiffKinds, snapshotDiffSections } from './routes/snapshots.js';
 
 export {
   routeOfCollection,
   advisoryRoutes,
+  searchRoutes,
+  serviceCountRoutes,
   attestationRoutes,
   auditRoutes,
   authRoutes,
@@ -81,6 +85,8 @@ export const routes = {
   ...attestationRoutes,
   ...findingRoutes,
   ...auditRoutes,
+  ...serviceCountRoutes,
+  ...searchRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteName = keyof typeof routes;

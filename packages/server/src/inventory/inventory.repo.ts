@@ -1,6 +1,6 @@
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
-import { rfc3339 } from '../db/sql.js';
+import { likeLiteral, rfc3339 } from '../db/sql.js';
 import { logChanges } from '../events/changes.js';
 import { snapshotColumns } from '../snapshots/snapshots.repo.js';
 
@@ -95,13 +95,50 @@ export async function listHosts(db: Kysely<DB>, p: PageArgs, f: { siteId?: strin
   return keyset(q, 'hosts', p).execute();
 }
 
-export function listServices(db: Kysely<DB>, p: PageArgs, f: { hostId?: string | undefined }) {
-  let q = db.selectFrom('services').select([
+/** The services filters (contract `serviceFilters`), already validated and normalised (a CPE lower-case, without trailing `:*`). */
+export interface ServiceFilters {
+  hostId?: string | undefined;
+  product?: string | undefined;
+  version?: string | undefined;
+  port?: number | undefined;
+  protocol?: string | undefined;
+  cpe?: string | undefined;
+  gone?: 'include' | 'exclude' | 'only' | undefined;
+}
+
+/**
+ * The where clause of the services filters: the list and the count share it, so a count is the
+ * rows the list pages through. Product: case-insensitive substring. Version: equal, or a longer
+ * version whose next character is not a digit (`2.4` → `2.4.49`, not `2.40`). CPE: equal, or
+ * continued by `:` (whole components). Gone: included unless asked otherwise.
+ */
+function whereServices<O>(q: SelectQueryBuilder<DB, 'services', O>, f: ServiceFilters) {
+  if (f.hostId) q = q.where('host_id', '=', f.hostId);
+  if (f.port !== undefined) q = q.where('port', '=', f.port);
+  if (f.protocol) q = q.where('protocol', '=', f.protocol);
+  if (f.product) q = q.where(sql<boolean>`lower(product) like ${`%${likeLiteral(f.product.toLowerCase())}%`}`);
+  if (f.version) {
+    const v = f.version.toLowerCase();
+    q = q.where(sql<boolean>`(lower(version) = ${v} or (lower(version) like ${`${likeLiteral(v)}%`} and substr(version, char_length(${v}) + 1, 1) !~ '[0-9]'))`);
+  }
+  if (f.cpe) q = q.where(sql<boolean>`(lower(cpe) = ${f.cpe} or lower(cpe) like ${`${likeLiteral(f.cpe)}:%`})`);
+  if (f.gone === 'exclude') q = q.where('gone_at', 'is', null);
+  else if (f.gone === 'only') q = q.where('gone_at', 'is not', null);
+  return q;
+}
+
+export function listServices(db: Kysely<DB>, p: PageArgs, f: ServiceFilters) {
+  const q = db.selectFrom('services').select([
     'id', 'seq', 'host_id', 'protocol', 'port', 'state', 'banner', 'name', 'product', 'vendor', 'version', 'cpe', 'signature_id', 'signature_source', 'confidence',
     iso('first_seen_at'), iso('last_seen_at'), isoOrNull('gone_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'),
   ]);
-  if (f.hostId) q = q.where('host_id', '=', f.hostId);
-  return keyset(q, 'services', p).execute();
+  return keyset(whereServices(q, f), 'services', p).execute();
+}
+
+/** How many services of the organisation the filters select. */
+export async function countServices(db: Kysely<DB>, organisationId: string, f: ServiceFilters): Promise<number> {
+  const q = db.selectFrom('services').select(sql<number>`count(*)::int`.as('n')).where('organisation_id', '=', organisationId);
+  return (await whereServices(q, f).executeTakeFirstOrThrow()).n;
 }
 
 /** `expired`: notAfter past; a window of days: notAfter within it and not yet past (the overview's and the metric's definition). */

@@ -34,7 +34,7 @@ export const toNetwork = (r: Row<typeof repo.listNetworks>) => ({
   updatedAt: r.updated_at,
 });
 
-const toHost = (r: Row<typeof repo.listHosts>) => ({
+export const toHost = (r: Row<typeof repo.listHosts>) => ({
   id: r.id,
   siteId: r.site_id,
   hostname: r.hostname,
@@ -52,7 +52,7 @@ const toHost = (r: Row<typeof repo.listHosts>) => ({
   updatedAt: r.updated_at,
 });
 
-const toService = (r: Row<typeof repo.listServices>) => ({
+export const toService = (r: Row<typeof repo.listServices>) => ({
   id: r.id,
   hostId: r.host_id,
   address: r.address_text,
@@ -167,6 +167,11 @@ export async function listCollection<N extends CollectionName>(db: Kysely<DB>, c
     nextCursor: hasMore ? cursors.encode(organisationId, name, filters, pageRows.at(-1)!.seq) : null,
     hasMore,
   };
+}
+
+/** How many services the filters of the services list select (`GET /api/v1/services/count`). */
+export async function countServices(db: Kysely<DB>, organisationId: string, filters: repo.ServiceFilters) {
+  return { total: await repo.countServices(db, organisationId, filters) };
 }
 
 /** The hosts, sites and networks of the organisation among these ids (absent ids are left out), as their collections list them. */
