@@ -6,6 +6,7 @@ import { ErrorAlert } from '../../components/ErrorAlert';
 import { ago, dateTime } from '../../lib/format';
 import { useCollection, useSiteNames, useSites } from '../../lib/queries';
 import type { Host, Site } from '../../lib/types';
+import { useDebounced } from '../../lib/useDebounced';
 import { usePageTitle } from '../../lib/usePageTitle';
 
 function hostColumns(sites: Map<string, Site>): ColumnDef<Host>[] {
@@ -24,16 +25,6 @@ function hostColumns(sites: Map<string, Site>): ColumnDef<Host>[] {
       cell: ({ row }) => <time dateTime={row.original.lastSeenAt} title={dateTime(row.original.lastSeenAt)}>{ago(row.original.lastSeenAt)}</time>,
     },
   ];
-}
-
-/** The search the API takes: at least 2 characters once trimmed (shorter is not sent). */
-function useDebounced(value: string, ms: number): string {
-  const [v, setV] = useState(value);
-  useEffect(() => {
-    const t = setTimeout(() => setV(value), ms);
-    return () => clearTimeout(t);
-  }, [value, ms]);
-  return v;
 }
 
 export function HostsPage() {
