@@ -101,8 +101,8 @@ describe.skipIf(!haveChromium)('services filters and the search box in Chromium'
   it('an operator presses / and finds a CVE, a host and a network with the arrows and Enter', async () => {
     const p = await ownerPage(c);
     await p.setViewportSize({ width: 1440, height: 900 });
-    const box = p.getByRole('combobox', { name: 'Search hosts, services, CVEs and networks' });
-    const results = p.getByRole('listbox', { name: 'Search results' });
+    const box = p.getByRole('combobox', { name: 'Find a host, service, CVE or network' });
+    const results = p.getByRole('listbox', { name: 'Found' });
 
     await p.keyboard.press('/');
     await expect.poll(() => box.evaluate((el) => el === document.activeElement), POLL).toBe(true);
@@ -170,10 +170,10 @@ describe.skipIf(!haveChromium)('services filters and the search box in Chromium'
 
   it('the header keeps the search box on a 390 px phone, and its results fit the screen', async () => {
     const p = await ownerPage(c, { viewport: { width: 390, height: 844 } });
-    const box = p.getByRole('combobox', { name: 'Search hosts, services, CVEs and networks' });
+    const box = p.getByRole('combobox', { name: 'Find a host, service, CVE or network' });
     await box.click();
     await p.keyboard.type('10.40.0');
-    const results = p.getByRole('listbox', { name: 'Search results' });
+    const results = p.getByRole('listbox', { name: 'Found' });
     await results.getByRole('group', { name: 'Networks' }).waitFor();
     const r = (await results.boundingBox())!;
     expect(r.x).toBeGreaterThanOrEqual(0);

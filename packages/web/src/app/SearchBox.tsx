@@ -135,7 +135,7 @@ export function SearchBox() {
         ref={input}
         type="search"
         role="combobox"
-        aria-label="Search hosts, services, CVEs and networks"
+        aria-label="Find a host, service, CVE or network"
         aria-expanded={shown}
         aria-controls={listId}
         aria-autocomplete="list"
@@ -152,7 +152,7 @@ export function SearchBox() {
         onKeyDown={onKeyDown}
       />
       <span id={hintId} hidden>Host name, address or CIDR, product and version, CPE, CVE id, network. Press / to come here.</span>
-      <div id={listId} role="listbox" aria-label="Search results" className="search-results" hidden={!shown}>
+      <div id={listId} role="listbox" aria-label="Found" className="search-results" hidden={!shown}>
         {shown && !data && !result.error && <p className="hint">Searching…</p>}
         {shown && result.error && <p className="error-text">{result.error.message}</p>}
         {shown && data && items.length === 0 && <p className="hint">Nothing matches “{data.q}”.</p>}
