@@ -11,6 +11,7 @@ export * from './topology.js';
 export * from './jobs.js';
 export * from './advisories.js';
 export * from './findings.js';
+export * from './search.js';
 export * from './events.js';
 export * from './notifications.js';
 

@@ -247,6 +247,45 @@ export const HOST_SEARCH_RULES =
   'the term is the start of a dotted IPv4 address in whole octets (`10.1.0` or `10.1.0.`: 10.1.0.0/24; `10.1` or `10.1.`: 10.1.0.0/16; `10.`: 10.0.0.0/8) ' +
   'or of an IPv6 address in whole groups (`2001:db8` or `2001:db8:`: 2001:db8::/32), and the host has an address inside it. ' +
   'Nothing else matches (no substring inside a name, no part of an octet: `10.1.2` never matches 10.1.20.5).';
+/** How the `gone` filter of hosts and services treats what a completed scan no longer found. */
+export const goneModes = ['include', 'exclude', 'only'] as const;
+
+/** A CPE 2.3 formatted string or its start: `cpe:2.3:` and the part (`a`, `o`, `h`), then whole or partial components. */
+const CPE_PREFIX = /^cpe:2\.3:[aho*](:[^:\s]*)*$/i;
+
+/**
+ * The services filters (spec 2.2 names `hostId`; issue 23 adds the rest): the collection and the
+ * console's count (`GET /api/v1/services/count`) take exactly these, so a count is the number of
+ * rows the same filters page through.
+ */
+export const serviceFilters = {
+  hostId: Uuid.optional(),
+  product: Text.trim()
+    .min(2, 'product needs at least 2 characters')
+    .max(200)
+    .optional()
+    .describe('At least 2 characters; case-insensitive substring of the product: `apache` matches `Apache httpd` and `Apache Tomcat`.'),
+  version: Text.trim()
+    .min(1)
+    .max(100)
+    .optional()
+    .describe('Case-insensitive: the version exactly, or a version starting with it followed by a character that is not a digit: `2.4` matches `2.4`, `2.4.49` and `2.4-beta`, not `2.40`.'),
+  port: z.coerce.number({ error: 'expected a port number' }).int('expected a whole port number').min(1, 'a port is 1 to 65535').max(65535, 'a port is 1 to 65535').optional().describe('Port number, 1 to 65535.'),
+  protocol: PortProtocol.optional(),
+  cpe: Text.trim()
+    .max(300)
+    .regex(CPE_PREFIX, 'expected a CPE 2.3 string or its start, such as cpe:2.3:a:apache:http_server')
+    .transform((c) => c.toLowerCase().replace(/(:\*|:)+$/, ''))
+    .optional()
+    .describe(
+      'A CPE 2.3 string or its start (`cpe:2.3:a:apache:http_server`), case-insensitive, matched on whole components: the service\'s CPE equals it or continues it with `:`, ' +
+        'so `cpe:2.3:a:apache:http_server:2.4` matches version `2.4` only, never `2.4.49`; trailing `*` (any) components are ignored, so a full CPE with wildcards works as given.',
+    ),
+  gone: z
+    .enum(goneModes)
+    .optional()
+    .describe('`include` (the default, as before this filter existed): present and gone services; `exclude`: only services present now; `only`: only those a completed scan no longer found (`goneAt` set).'),
+};
 
 export const listQueries = {
   hosts: z.strictObject({
@@ -259,11 +298,11 @@ export const listQueries = {
       .optional()
       .describe(HOST_SEARCH_RULES),
     gone: z
-      .enum(['true', 'false'])
+      .enum(goneModes)
       .optional()
-      .describe('`false`: only the hosts present (`goneAt` null), as the console lists them by default; `true`: only the hosts gone. Absent: every host, gone or not.'),
+      .describe('`include` (the default, as before this filter existed): every host; `exclude`: only the hosts present (`goneAt` null), as the console lists them by default; `only`: only the hosts gone.'),
   }),
-  services: z.strictObject({ ...page, hostId: Uuid.optional() }),
+  services: z.strictObject({ ...page, ...serviceFilters }),
   networks: z.strictObject({ ...page, siteId: Uuid.optional() }),
   sites: z.strictObject({ ...page }),
   certificates: z.strictObject({

@@ -9,7 +9,8 @@ import { eventRoutes } from './routes/events.js';
 import { findingRoutes } from './routes/findings.js';
 import { healthRoutes } from './routes/health.js';
 import { hostRoutes } from './routes/hosts.js';
-import { routeOfCollection, inventoryReadRoutes, inventoryRoutes, inventoryWriteRoutes } from './routes/inventory.js';
+import { routeOfCollection, inventoryReadRoutes, inventoryRoutes, inventoryWriteRoutes, serviceCountRoutes } from './routes/inventory.js';
+import { searchRoutes } from './routes/search.js';
 import { jobRoutes } from './routes/jobs.js';
 import { lookupRoutes } from './routes/lookup.js';
 import { memberRoutes } from './routes/members.js';
@@ -24,11 +25,14 @@ import { topologyRoutes } from './routes/topology.js';
 export { Overview } from './routes/overview.js';
 export { HostDetail } from './routes/hosts.js';
 export { LOOKUP_MAX_IDS, LookupResult } from './routes/lookup.js';
+export { ServiceCount } from './routes/inventory.js';
 export { SnapshotDiff, SnapshotDiffChange, SnapshotDiffKind, SnapshotDiffQuery, SnapshotDiffSection, snapshotDiffKinds, snapshotDiffSections } from './routes/snapshots.js';
 
 export {
   routeOfCollection,
   advisoryRoutes,
+  searchRoutes,
+  serviceCountRoutes,
   attestationRoutes,
   auditRoutes,
   authRoutes,
@@ -85,6 +89,8 @@ export const routes = {
   ...findingRoutes,
   ...auditRoutes,
   ...hostRoutes,
+  ...serviceCountRoutes,
+  ...searchRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteName = keyof typeof routes;

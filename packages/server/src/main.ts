@@ -28,6 +28,7 @@ import type { CliVerb, JobDeps, Module, WebDeps } from './module.js';
 import { notificationsModule } from './notifications/index.js';
 import { overviewModule } from './overview/index.js';
 import { scansModule } from './scans/index.js';
+import { searchModule } from './search/index.js';
 import { sitesModule } from './sites/index.js';
 import { snapshotsModule } from './snapshots/index.js';
 import { topologyModule } from './topology/index.js';
@@ -59,6 +60,7 @@ export const modules: readonly Module[] = [
   adminModule,
   membersModule,
   consoleModule,
+  searchModule,
 ];
 
 /** Every scheduled job of every module (spec 1.1). */

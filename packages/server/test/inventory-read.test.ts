@@ -55,7 +55,8 @@ describe('inventory collections (spec 2, 4.1)', () => {
     const params = doc.paths[`/api/v1/${name}`].get.parameters as { name: string; schema: any }[];
     for (const p of params) {
       if (p.name === 'cursor') continue;
-      const value = p.name === 'limit' ? '10' : p.schema.enum ? p.schema.enum[0] : p.schema.format === 'uuid' ? '00000000-0000-4000-8000-000000000000' : 'ab';
+      const samples: Record<string, string> = { limit: '10', port: '443', cpe: 'cpe:2.3:a:apache' };
+      const value = samples[p.name] ?? (p.schema.enum ? p.schema.enum[0] : p.schema.format === 'uuid' ? '00000000-0000-4000-8000-000000000000' : 'ab');
       const res = await get(`/api/v1/${name}?${p.name}=${encodeURIComponent(value)}`);
       expect(res.statusCode, `${name}?${p.name}=${value}: ${res.body}`).toBe(200);
     }
@@ -73,7 +74,7 @@ describe('inventory collections (spec 2, 4.1)', () => {
 
   const badFilters: Record<string, string[]> = {
     hosts: ['siteId=nope', 'search=a', 'search=', 'search=%20x%20'],
-    services: ['hostId=123'],
+    services: ['hostId=123', 'port=0', 'port=65536', 'port=http', 'port=', 'protocol=icmp', 'cpe=apache', 'cpe=cpe:/a:apache', 'product=a', 'version=', 'gone=yes'],
     networks: ['siteId=x'],
     certificates: ['hostId=x', 'trustStatus=valid'],
     vulnerabilities: ['serviceId=x', 'state=closed', 'severity=urgent', 'state=OPEN'],

@@ -11,6 +11,7 @@ import {
   Vulnerability,
   collectionPages,
   listQueries,
+  serviceFilters,
 } from '../inventory.js';
 import { type RouteDef, route } from '../route-def.js';
 
@@ -30,7 +31,7 @@ const collectionNotes: Partial<Record<CollectionName, string>> = {
   hosts:
     ` \`search\`: ${HOST_SEARCH_RULES} ` +
     '`gone`: a host is gone (`goneAt` set) once a completed scan session covering every one of its addresses no longer found it, and back (`goneAt` null) when a daemon reports it again; ' +
-    '`gone=false` lists the hosts present (the console\'s default), `gone=true` the gone ones, and without it every host is listed.',
+    '`gone=exclude` lists the hosts present (the console\'s default), `gone=only` the gone ones, and without it (`include`) every host is listed.',
 };
 
 function collectionRoute<const N extends CollectionName>(name: N) {
@@ -74,6 +75,25 @@ export const routeOfCollection = {
   snapshots: inventoryReadRoutes.listSnapshots,
   topologies: inventoryReadRoutes.listTopologies,
 } as const satisfies Record<CollectionName, RouteDef>;
+
+/** How many services the filters of the services list select (the console's total; internal). */
+export const ServiceCount = z.object({ total: z.number().int().describe('Services the same filters page through in `GET /api/v1/services`.') });
+
+export const serviceCountRoutes = {
+  countServices: route({
+    method: 'GET',
+    url: '/api/v1/services/count',
+    operationId: 'countServices',
+    summary: 'How many services the filters of `GET /api/v1/services` select',
+    description: 'The same filters and the same matching as the collection (one function builds both queries). A bad filter value is 400 `invalid_filter`; an unknown parameter 400 `unknown_parameter`.',
+    tags: ['console'],
+    internal: true,
+    auth: { kind: 'apiKey', scope: 'inventory:read' },
+    collection: true,
+    querystring: z.strictObject(serviceFilters),
+    response: { 200: ServiceCount },
+  }),
+} as const satisfies Record<string, RouteDef>;
 
 /** Changes to the inventory through API keys. */
 export const inventoryWriteRoutes = {

@@ -9,7 +9,7 @@ const Seconds = z.number().nonnegative();
 /** The console's overview figures that no list already answers (daemons: `GET /api/v1/daemons`, quietest first). */
 export const Overview = z.object({
   hosts: z
-    .object({ present: Count.describe('Hosts not gone: what the console\'s Hosts screen lists by default (`GET /api/v1/hosts?gone=false`).'), gone: Count })
+    .object({ present: Count.describe('Hosts not gone: what the console\'s Hosts screen lists by default (`GET /api/v1/hosts?gone=exclude`).'), gone: Count })
     .describe('Hosts of the organisation, present and gone.'),
   sessions: z.object(Object.fromEntries(scanSessionStates.map((s) => [s, Count])) as Record<(typeof scanSessionStates)[number], typeof Count>).describe('Scan sessions per state, every state listed.'),
   lastSnapshotAt: Timestamp.nullable().describe('When the latest snapshot was captured; null when none was.'),

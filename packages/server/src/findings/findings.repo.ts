@@ -13,7 +13,7 @@ export interface FindingFilters {
 }
 
 /** critical 4 … none 0: the order of the list. */
-const rank = (col: RawBuilder<unknown>) => sql`case ${col} when 'critical' then 4 when 'high' then 3 when 'medium' then 2 when 'low' then 1 else 0 end`;
+export const rank = (col: RawBuilder<unknown>) => sql`case ${col} when 'critical' then 4 when 'high' then 3 when 'medium' then 2 when 'low' then 1 else 0 end`;
 
 /** The where clause of the filters, on `v` (vulnerabilities), `h` (hosts) and `s` (services). */
 function where(organisationId: string, f: FindingFilters) {

@@ -1,9 +1,12 @@
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
-import { rfc3339 } from '../db/sql.js';
+import { likeLiteral, rfc3339 } from '../db/sql.js';
 import { logChanges } from '../events/changes.js';
 import { snapshotColumns } from '../snapshots/snapshots.repo.js';
 import type { HostSearch } from './search.js';
+
+/** What a `gone` filter keeps: everything, what is present now, or only what a completed scan no longer found. */
+type GoneMode = 'include' | 'exclude' | 'only';
 
 export interface PageArgs {
   organisationId: string;
@@ -51,7 +54,7 @@ export function listNetworks(db: Kysely<DB>, p: PageArgs, f: { siteId?: string |
 /** Below this many matches a text search collects its hosts from the value indexes, not the page index. */
 const SPARSE_TEXT_MATCHES = 5000;
 
-type HostFilters = { siteId?: string | undefined; search?: HostSearch | undefined; gone?: boolean | undefined } & ById;
+type HostFilters = { siteId?: string | undefined; search?: HostSearch | undefined; gone?: GoneMode | undefined } & ById;
 
 /** The LIKE pattern of a prefix: its wildcards escaped. */
 const prefixPattern = (prefix: string) => `${prefix.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -74,7 +77,7 @@ function textMatch(s: Extract<HostSearch, { kind: 'text' }>) {
 async function textCandidates(db: Kysely<DB>, p: PageArgs, f: HostFilters, s: Extract<HostSearch, { kind: 'text' }>) {
   const o = p.organisationId;
   const pattern = prefixPattern(s.prefix);
-  const scope = sql`h.organisation_id = ${o} and h.seq > ${p.after}${f.siteId ? sql` and h.site_id = ${f.siteId}` : sql``}${f.gone === undefined ? sql`` : f.gone ? sql` and h.gone_at is not null` : sql` and h.gone_at is null`}`;
+  const scope = sql`h.organisation_id = ${o} and h.seq > ${p.after}${f.siteId ? sql` and h.site_id = ${f.siteId}` : sql``}${f.gone === 'only' ? sql` and h.gone_at is not null` : f.gone !== 'exclude' ? sql`` : sql` and h.gone_at is null`}`;
   const branches = [
     ...['hostname', 'fqdn', 'vendor', 'os'].map((c) => sql`select h.id, h.seq from hosts h where ${scope} and lower(${sql.ref(`h.${c}`)}) like ${pattern}`),
     ...(s.mac
@@ -103,7 +106,7 @@ export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
     ]);
   if (f.siteId) q = q.where('site_id', '=', f.siteId);
   if (f.ids) q = q.where('id', 'in', [...f.ids]);
-  if (f.gone !== undefined) q = q.where('gone_at', f.gone ? 'is not' : 'is', null);
+  if (f.gone === 'exclude' || f.gone === 'only') q = q.where('gone_at', f.gone === 'only' ? 'is not' : 'is', null);
   const s = f.search;
   if (s?.kind === 'id') q = q.where('id', '=', s.id);
   else if (s?.kind === 'address' || s?.kind === 'cidr') {
@@ -127,13 +130,50 @@ export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
   return keyset(q, 'hosts', p).execute();
 }
 
-export function listServices(db: Kysely<DB>, p: PageArgs, f: { hostId?: string | undefined }) {
-  let q = db.selectFrom('services').select([
+/** The services filters (contract `serviceFilters`), already validated and normalised (a CPE lower-case, without trailing `:*`). */
+export interface ServiceFilters {
+  hostId?: string | undefined;
+  product?: string | undefined;
+  version?: string | undefined;
+  port?: number | undefined;
+  protocol?: string | undefined;
+  cpe?: string | undefined;
+  gone?: GoneMode | undefined;
+}
+
+/**
+ * The where clause of the services filters: the list and the count share it, so a count is the
+ * rows the list pages through. Product: case-insensitive substring. Version: equal, or a longer
+ * version whose next character is not a digit (`2.4` → `2.4.49`, not `2.40`). CPE: equal, or
+ * continued by `:` (whole components). Gone: included unless asked otherwise.
+ */
+function whereServices<O>(q: SelectQueryBuilder<DB, 'services', O>, f: ServiceFilters) {
+  if (f.hostId) q = q.where('host_id', '=', f.hostId);
+  if (f.port !== undefined) q = q.where('port', '=', f.port);
+  if (f.protocol) q = q.where('protocol', '=', f.protocol);
+  if (f.product) q = q.where(sql<boolean>`lower(product) like ${`%${likeLiteral(f.product.toLowerCase())}%`}`);
+  if (f.version) {
+    const v = f.version.toLowerCase();
+    q = q.where(sql<boolean>`(lower(version) = ${v} or (lower(version) like ${`${likeLiteral(v)}%`} and substr(version, char_length(${v}) + 1, 1) !~ '[0-9]'))`);
+  }
+  if (f.cpe) q = q.where(sql<boolean>`(lower(cpe) = ${f.cpe} or lower(cpe) like ${`${likeLiteral(f.cpe)}:%`})`);
+  if (f.gone === 'exclude') q = q.where('gone_at', 'is', null);
+  else if (f.gone === 'only') q = q.where('gone_at', 'is not', null);
+  return q;
+}
+
+export function listServices(db: Kysely<DB>, p: PageArgs, f: ServiceFilters) {
+  const q = db.selectFrom('services').select([
     'id', 'seq', 'host_id', 'protocol', 'port', 'state', 'banner', 'name', 'product', 'vendor', 'version', 'cpe', 'signature_id', 'signature_source', 'confidence',
     iso('first_seen_at'), iso('last_seen_at'), isoOrNull('gone_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'),
   ]);
-  if (f.hostId) q = q.where('host_id', '=', f.hostId);
-  return keyset(q, 'services', p).execute();
+  return keyset(whereServices(q, f), 'services', p).execute();
+}
+
+/** How many services of the organisation the filters select. */
+export async function countServices(db: Kysely<DB>, organisationId: string, f: ServiceFilters): Promise<number> {
+  const q = db.selectFrom('services').select(sql<number>`count(*)::int`.as('n')).where('organisation_id', '=', organisationId);
+  return (await whereServices(q, f).executeTakeFirstOrThrow()).n;
 }
 
 /** `expired`: notAfter past; a window of days: notAfter within it and not yet past (the overview's and the metric's definition). */

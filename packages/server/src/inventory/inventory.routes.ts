@@ -14,6 +14,8 @@ export function registerInventoryRoutes(app: FastifyInstance, deps: { db: Kysely
     addRoute(app, def, async (request) => inventory.listCollection(db, cursors, keyActor(request).organisationId, name, request.query as never));
   }
 
+  addRoute(app, routes.countServices, async (request) => inventory.countServices(db, keyActor(request).organisationId, request.query));
+
   addRoute(app, routes.lookupByIds, async (request) => inventory.lookup(db, sessionPrincipal(request).organisationId, request.query));
 
   addRoute(app, routes.createNetwork, async (request, reply) => reply.code(201).send(await inventory.createNetwork(db, keyActor(request), request.body)));

@@ -35,7 +35,7 @@ export const toNetwork = (r: Row<typeof repo.listNetworks>) => ({
   updatedAt: r.updated_at,
 });
 
-const toHost = (r: Row<typeof repo.listHosts>) => ({
+export const toHost = (r: Row<typeof repo.listHosts>) => ({
   id: r.id,
   siteId: r.site_id,
   hostname: r.hostname,
@@ -54,7 +54,7 @@ const toHost = (r: Row<typeof repo.listHosts>) => ({
   updatedAt: r.updated_at,
 });
 
-const toService = (r: Row<typeof repo.listServices>) => ({
+export const toService = (r: Row<typeof repo.listServices>) => ({
   id: r.id,
   hostId: r.host_id,
   address: r.address_text,
@@ -139,7 +139,7 @@ const listers: { [N in CollectionName]: (db: Kysely<DB>, p: repo.PageArgs, q: Qu
   sites: async (db, p) => (await repo.listSites(db, p)).map((r) => ({ seq: r.seq, item: toSite(r) })),
   networks: async (db, p, q) => (await repo.listNetworks(db, p, q)).map((r) => ({ seq: r.seq, item: toNetwork(r) })),
   hosts: async (db, p, q) =>
-    (await repo.listHosts(db, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search), gone: q.gone === undefined ? undefined : q.gone === 'true' })).map((r) => ({
+    (await repo.listHosts(db, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search), gone: q.gone })).map((r) => ({
       seq: r.seq,
       item: toHost(r),
     })),
@@ -164,6 +164,11 @@ export async function listCollection<N extends CollectionName>(db: Kysely<DB>, c
     nextCursor: hasMore ? cursors.encode(organisationId, name, filters, pageRows.at(-1)!.seq) : null,
     hasMore,
   };
+}
+
+/** How many services the filters of the services list select (`GET /api/v1/services/count`). */
+export async function countServices(db: Kysely<DB>, organisationId: string, filters: repo.ServiceFilters) {
+  return { total: await repo.countServices(db, organisationId, filters) };
 }
 
 /** The hosts, sites and networks of the organisation among these ids (absent ids are left out), as their collections list them. */

@@ -6,6 +6,7 @@ import { routes } from '@surveyor/contract';
 import { ApiError, call, setCsrfToken } from '../lib/api';
 import { ErrorAlert } from '../components/ErrorAlert';
 import { useLiveUpdates } from './live';
+import { SearchBox } from './SearchBox';
 import { useMe } from '../lib/queries';
 
 /** The signed-in frame: navigation on the left, who you are top right, the page in the middle. */
@@ -68,6 +69,7 @@ export function Shell() {
           Menu
         </button>
         <span className="brand">Surveyor</span>
+        <SearchBox />
         <div className="who">
           <span className="email">{user.email}</span>
           <span className="org">{organisation.name}</span>

@@ -1,7 +1,7 @@
 import { type ChangeType, changeActions, changeTypes, routePath, routes, streamControlEvents } from '@surveyor/contract';
 import { type QueryClient, type QueryKey, useQueryClient } from '@tanstack/react-query';
 import { useEffect } from 'react';
-import { certificateKeys, daemonKeys, hostKeys, jobKeys, networkKeys, overviewKeys, scanKeys, serviceKeys, sessionKeys, siteKeys, snapshotKeys, topologyKeys, vulnerabilityKeys } from '../lib/keys';
+import { certificateKeys, daemonKeys, hostKeys, jobKeys, networkKeys, overviewKeys, scanKeys, searchKeys, serviceKeys, sessionKeys, siteKeys, snapshotKeys, topologyKeys, vulnerabilityKeys } from '../lib/keys';
 import { viewKeys } from '../features/topology/api';
 
 /**
@@ -9,12 +9,12 @@ import { viewKeys } from '../features/topology/api';
  * a change type the console does not handle fails the type check.
  */
 export const refreshedBy: Record<ChangeType, readonly QueryKey[]> = {
-  host: [hostKeys.all, overviewKeys.all],
-  service: [serviceKeys.all, hostKeys.all],
-  vulnerability: [vulnerabilityKeys.all, overviewKeys.all],
+  host: [hostKeys.all, overviewKeys.all, searchKeys.all],
+  service: [serviceKeys.all, hostKeys.all, searchKeys.all],
+  vulnerability: [vulnerabilityKeys.all, overviewKeys.all, searchKeys.all],
   job: [jobKeys.all, overviewKeys.all],
   scan: [hostKeys.all, serviceKeys.all, jobKeys.all, scanKeys.all, networkKeys.all, certificateKeys.all, overviewKeys.all],
-  network: [networkKeys.all, scanKeys.all],
+  network: [networkKeys.all, scanKeys.all, searchKeys.all],
   daemon: [daemonKeys.all, overviewKeys.all],
   snapshot: [snapshotKeys.all, overviewKeys.all],
   site: [siteKeys.all, daemonKeys.all, topologyKeys.all, viewKeys.all],

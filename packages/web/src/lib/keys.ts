@@ -30,3 +30,5 @@ export const sessionKeys = { me: ['me'] as const };
 export const daemonKeys = { all: ['daemons'] as const };
 export const jobKeys = { all: ['jobs'] as const };
 export const scanKeys = { all: ['scans'] as const, network: (networkId: string, limit: number) => ['scans', 'network', networkId, limit] as const };
+/** The header's search box (`GET /api/v1/search`): one entry per term. */
+export const searchKeys = { all: ['search'] as const, term: (q: string) => ['search', q] as const };

@@ -6,6 +6,7 @@ import { ErrorAlert } from '../../components/ErrorAlert';
 import { ago, dateTime } from '../../lib/format';
 import { useCollection, useSiteNames, useSites } from '../../lib/queries';
 import type { Host, Site } from '../../lib/types';
+import { useDebounced } from '../../lib/useDebounced';
 import { usePageTitle } from '../../lib/usePageTitle';
 import { HostStatus } from './components/HostStatus';
 
@@ -47,16 +48,6 @@ function hostColumns(sites: Map<string, Site>, showStatus: boolean): ColumnDef<H
 /** What the search matches (the API's rules, HOST_SEARCH_RULES in the contract), in a line. */
 export const SEARCH_HINT =
   'Matches the start of a hostname, FQDN, vendor or OS; an address, a CIDR, or the start of an address in whole octets (10.1.0); a MAC in any notation (aa:bb:cc:dd:ee:ff, AA-BB-…, aabb.ccdd.eeff) or its first bytes (aa:bb:cc); a host id.';
-
-/** The search the API takes: at least 2 characters once trimmed (shorter is not sent). */
-function useDebounced(value: string, ms: number): string {
-  const [v, setV] = useState(value);
-  useEffect(() => {
-    const t = setTimeout(() => setV(value), ms);
-    return () => clearTimeout(t);
-  }, [value, ms]);
-  return v;
-}
 
 export function HostsPage() {
   usePageTitle('Hosts');
@@ -108,7 +99,7 @@ export function HostsPage() {
 
   const sites = useSites();
   // By default only the hosts present, as the overview counts them; "Show gone hosts" lists every host.
-  const hosts = useCollection('hosts', { limit: 100, search, siteId, ...(showGone ? {} : { gone: 'false' as const }) });
+  const hosts = useCollection('hosts', { limit: 100, search, siteId, ...(showGone ? {} : { gone: 'exclude' as const }) });
   const rows = useMemo(() => hosts.data?.pages.flatMap((p) => p.data) ?? [], [hosts.data]);
   const siteNames = useSiteNames([siteParam, ...rows.map((h) => h.siteId)]);
   const columns = useMemo(() => hostColumns(siteNames, showGone), [siteNames, showGone]);
