@@ -8,6 +8,7 @@ import { Shell } from './Shell';
 import { ActivityPage } from '../features/activity/ActivityPage';
 import { AdvisoriesPage } from '../features/advisories/AdvisoriesPage';
 import { CertificatesPage } from '../features/certificates/CertificatesPage';
+import { DaemonPage } from '../features/daemons/DaemonPage';
 import { DaemonsPage } from '../features/daemons/DaemonsPage';
 import { HostPage } from '../features/hosts/HostPage';
 import { HostsPage } from '../features/hosts/HostsPage';
@@ -21,6 +22,7 @@ import { NotificationsPage } from '../features/settings/NotificationsPage';
 import { OverviewPage } from '../features/overview/OverviewPage';
 import { PasswordPage } from '../features/auth/PasswordPage';
 import { ServicesPage } from '../features/services/ServicesPage';
+import { SitePage } from '../features/sites/SitePage';
 import { SitesPage } from '../features/sites/SitesPage';
 import { SnapshotDiffPage } from '../features/snapshots/SnapshotDiffPage';
 import { SnapshotsPage } from '../features/snapshots/SnapshotsPage';
@@ -45,11 +47,13 @@ export function createConsoleRouter(queryClient: QueryClient) {
         { path: 'networks', element: <NetworksPage /> },
         { path: 'networks/:id', element: <NetworkPage /> },
         { path: 'sites', element: <SitesPage /> },
+        { path: 'sites/:id', element: <SitePage /> },
         { path: 'topology', element: <TopologyPage /> },
         { path: 'services', element: <ServicesPage /> },
         { path: 'certificates', element: <CertificatesPage /> },
         { path: 'vulnerabilities', element: <VulnerabilitiesPage /> },
         { path: 'daemons', element: <DaemonsPage /> },
+        { path: 'daemons/:id', element: <DaemonPage /> },
         { path: 'snapshots', element: <SnapshotsPage /> },
         { path: 'snapshots/:id/diff', element: <SnapshotDiffPage /> },
         { path: 'settings', element: <Navigate to="/settings/keys" replace /> },
