@@ -48,7 +48,7 @@ export function SessionTable({ caption, sessions, show, highlight }: { caption: 
               row.original.daemonRemoved ? <span title="removed since">{row.original.daemonName} <span className="muted">(removed)</span></span> : <Link to={`/daemons/${row.original.daemonId}`}>{row.original.daemonName}</Link>,
           }
         : { header: 'Network', accessorKey: 'networkName', cell: ({ row }) => <Link to={`/networks/${row.original.networkId}`}>{row.original.networkName}</Link> },
-      { header: () => <span className="num-head">Hosts</span>, id: 'hosts', cell: ({ row }) => <span className="num">{hostsText(row.original)}</span> },
+      { header: () => <span className="num-head">Hosts</span>, id: 'hosts', cell: ({ row }) => <span className="num nowrap">{hostsText(row.original)}</span> },
       { header: () => <span className="num-head">Progress</span>, id: 'percent', cell: ({ row }) => <span className="num">{percentText(row.original)}</span> },
       { header: () => <span className="num-head">Ports</span>, id: 'ports', cell: ({ row }) => <span className="num">{row.original.progress.portsScanned}</span> },
       { header: 'nmap', id: 'nmap', cell: ({ row }) => (row.original.nmap.enabled ? row.original.nmap.scripts.join(', ') || 'on' : 'off') },

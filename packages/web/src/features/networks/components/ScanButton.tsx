@@ -7,8 +7,8 @@ import { startScan } from '../api';
  * "Scan now" for one network (`POST /api/v1/scans`, needs scan:run: editors and above). Disabled
  * while a session of the network is queued, dispatched or running (`active`, the network's
  * `activeSessionId`). A refusal (409 no_daemon_online, scan_already_active, nmap_unavailable, …)
- * shows its detail beside it until the network's session changes (one started elsewhere ends, or
- * a new one starts): then it no longer says anything true. `quiet` leaves the success to the page
+ * shows its detail beside it until the session under way ends (the live stream refreshes the
+ * network): then it no longer says anything true, and the button is there again. `quiet` leaves the success to the page
  * (the network page shows the session itself). The outcome is read from the mutation cache by key,
  * so it survives the table re-rendering its cells.
  */
@@ -26,12 +26,12 @@ export function ScanButton({ networkId, active, label, quiet = false }: { networ
   const last = useMutationState({ filters: { mutationKey }, select: (m) => ({ status: m.state.status, error: m.state.error }) }).at(-1);
   const shownFor = useRef(active);
   useEffect(() => {
-    if (shownFor.current === active) return;
+    const ended = shownFor.current !== null && active === null;
     shownFor.current = active;
-    // The session the answer was about has changed: forget the answer (refusal or "queued").
+    if (!ended) return;
+    // The session under way ended: forget what the last click was told (a refusal, or "queued").
     const cache = client.getMutationCache();
-    for (const m of cache.findAll({ mutationKey, status: 'error' })) cache.remove(m);
-    if (active === null) for (const m of cache.findAll({ mutationKey, status: 'success' })) cache.remove(m);
+    for (const m of cache.findAll({ mutationKey })) if (m.state.status !== 'pending') cache.remove(m);
   }, [active, client, networkId]);
   const pending = last?.status === 'pending';
   return (
