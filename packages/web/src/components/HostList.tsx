@@ -9,7 +9,7 @@ import { ErrorAlert } from './ErrorAlert';
 import { hostLabel } from './hostLabel';
 
 const hostColumns: ColumnDef<Host>[] = [
-  { header: 'Host', id: 'name', accessorFn: (h) => hostLabel(h), cell: ({ row }) => <Link to={`/hosts/${row.original.id}`}>{hostLabel(row.original)}</Link> },
+  { header: 'Host', id: 'name', accessorFn: (h) => hostLabel(h), cell: ({ row }) => <Link className="nowrap" to={`/hosts/${row.original.id}`}>{hostLabel(row.original)}</Link> },
   { header: 'Addresses', accessorKey: 'addresses', cell: ({ row }) => <span className="mono">{row.original.addresses.join(', ')}</span> },
   { header: 'OS', accessorKey: 'os', cell: ({ row }) => row.original.os ?? '—' },
   { header: () => <span className="num-head">Open ports</span>, id: 'openPortCount', accessorKey: 'openPortCount', cell: ({ row }) => <span className="num">{row.original.openPortCount}</span> },

@@ -21,7 +21,7 @@ const networkColumns: ColumnDef<Network>[] = [
 ];
 
 const daemonColumns: ColumnDef<DaemonSummary>[] = [
-  { header: 'Name', accessorKey: 'name', cell: ({ row }) => <Link to={`/daemons/${row.original.id}`}>{row.original.name}</Link> },
+  { header: 'Name', accessorKey: 'name', cell: ({ row }) => <Link className="nowrap" to={`/daemons/${row.original.id}`}>{row.original.name}</Link> },
   {
     header: 'Status',
     accessorKey: 'status',
