@@ -61,6 +61,7 @@ export const DaemonSummary = z.object({
   flowsDropped: z.number().int().describe('Flow records the daemon reported dropping (its buffer overflowed), in total.'),
   restartCount: z.number().int(),
   registeredAt: Timestamp,
+  disabledAt: Timestamp.nullable().describe('Since when an admin has disabled the daemon: no scan is handed to it, and it is never counted silent; null while enabled.'),
 });
 export const DaemonList = z.object({ data: z.array(DaemonSummary).describe('Every daemon of the organisation, the quietest first.') });
 
@@ -118,6 +119,14 @@ export const ScanSession = z.object({
   finishedAt: Timestamp.nullable(),
   updatedAt: Timestamp,
 });
+
+/** A session in the console's histories: with the daemon's name (kept after the daemon is removed) and the network's. */
+export const SessionHistoryItem = ScanSession.extend({
+  daemonName: z.string(),
+  daemonRemoved: z.boolean().describe('The daemon was removed since; its sessions keep their history.'),
+  networkName: z.string(),
+});
+export const SessionHistory = z.object({ data: z.array(SessionHistoryItem) });
 
 // ---------------------------------------------------------------------------------------------
 // Observations (spec 4.4, 4.5; decisions.md "Observation elements"). Only the identifying fields
@@ -296,3 +305,13 @@ export const EnrolDaemonResponse = z.object({
   token: z.string().describe('The daemon key, shown this once (stored hashed).'),
   command: z.string().describe('The line to run on the daemon host.'),
 });
+
+/** One daemon for its console page (internal): the summary, its key's prefix, its signatures and its recent sessions. */
+export const DaemonDetail = DaemonSummary.extend({
+  keyPrefix: z.string().describe('The start of the daemon key it registered with (the key itself is never shown again).'),
+  loadedSignatures: z.record(z.string(), z.number()).describe('Signature counts from its last heartbeat, for example `{ core, custom }`.'),
+  recentSessions: z.array(SessionHistoryItem).describe('Its 20 newest scan sessions.'),
+});
+
+/** Disables (false) or re-enables (true) a daemon from the console. */
+export const SetDaemonEnabledRequest = z.strictObject({ enabled: z.boolean() });

@@ -91,11 +91,14 @@ export const Network = z.object({
   topPortsUdp: z.number().int(),
   nmap: NmapSettings,
   lastScanAt: Timestamp.nullable().describe('When a scan of the network was last queued.'),
+  activeSessionId: Uuid.nullable().describe('The session of the network queued, dispatched or running now (a new scan is refused with 409 `scan_already_active` meanwhile); null when none is.'),
   schedule: z
     .object({
       checkedAt: Timestamp,
       outcome: z.enum(['queued', 'skipped']),
       detail: z.string().nullable().describe('The session queued, or why none was (the refusal code and its message).'),
+      sessionId: Uuid.nullable().describe('The session the scheduler queued (`queued`); null when it skipped. The session is gone once its network is deleted.'),
+      daemonId: Uuid.nullable().describe('The daemon that session was handed to; null when it skipped.'),
     })
     .nullable()
     .describe('What the scheduler (job scan.schedule) last did for this network; null until it was first due.'),
@@ -368,6 +371,38 @@ export const CreateNetworkRequest = z.strictObject({
   topPortsTcp: z.number().int().min(0).max(65535).optional().describe('Default 1000.'),
   topPortsUdp: z.number().int().min(0).max(65535).optional().describe('Default 0.'),
   nmap: z.strictObject({ enabled: z.boolean(), scripts: NmapSettings.shape.scripts.default([]) }).optional(),
+});
+
+/**
+ * The console's edit of a network (internal PATCH): every field optional, strict. The CIDR cannot
+ * change: a network's sessions and history are of its range, so another range is another network.
+ */
+export const PatchNetworkRequest = z.strictObject({
+  name: CreateNetworkRequest.shape.name.optional(),
+  siteId: Uuid.nullable().optional().describe('Null: no site.'),
+  scanIntervalMinutes: z.number().int().min(15).max(10080).nullable().optional().describe('15 to 10080; null: never scheduled.'),
+  excludeCidrs: CreateNetworkRequest.shape.excludeCidrs,
+  topPortsTcp: CreateNetworkRequest.shape.topPortsTcp,
+  topPortsUdp: CreateNetworkRequest.shape.topPortsUdp,
+  nmap: CreateNetworkRequest.shape.nmap,
+});
+
+/** Networks of the organisation whose range overlaps a CIDR (a warning in the console, never a refusal). */
+export const NetworkOverlapsQuery = z.strictObject({
+  cidr: Cidr,
+  exceptId: Uuid.optional().describe('Leave this network out (the one being edited).'),
+});
+export const NetworkOverlaps = z.object({
+  data: z
+    .array(
+      z.object({
+        id: Uuid,
+        name: z.string(),
+        cidr: z.string(),
+        relation: z.enum(['contains', 'within']).describe('`contains`: this network contains the CIDR asked about; `within`: it lies inside it.'),
+      }),
+    )
+    .describe('At most 20, the widest first.'),
 });
 
 /** A site's code: how daemons name it (`--site`), unique per organisation (case-insensitive). */

@@ -16,6 +16,7 @@ import { lookupRoutes } from './routes/lookup.js';
 import { memberRoutes } from './routes/members.js';
 import { metaRoutes } from './routes/meta.js';
 import { metricsRoutes } from './routes/metrics.js';
+import { networkRoutes } from './routes/networks.js';
 import { overviewRoutes } from './routes/overview.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { scanRoutes } from './routes/scans.js';
@@ -50,6 +51,7 @@ export {
   memberRoutes,
   metaRoutes,
   metricsRoutes,
+  networkRoutes,
   notificationRoutes,
   overviewRoutes,
   scanRoutes,
@@ -72,6 +74,7 @@ export const routes = {
   ...inventoryReadRoutes,
   ...topologyRoutes,
   ...inventoryWriteRoutes,
+  ...networkRoutes,
   ...scanRoutes,
   ...daemonRoutes,
   ...siteRoutes,

@@ -24,6 +24,7 @@ import { jobsModule } from './jobs/index.js';
 import { type JobDefinition, JobRunner } from './jobs/runner.js';
 import { membersModule } from './members/index.js';
 import { metricsModule } from './metrics/index.js';
+import { networksModule } from './networks/index.js';
 import type { CliVerb, JobDeps, Module, WebDeps } from './module.js';
 import { notificationsModule } from './notifications/index.js';
 import { overviewModule } from './overview/index.js';
@@ -42,6 +43,7 @@ export const modules: readonly Module[] = [
   healthModule,
   inventoryModule,
   hostsModule,
+  networksModule,
   findingsModule,
   auditModule,
   snapshotsModule,

@@ -75,6 +75,7 @@ describe('POST /api/v1/networks (spec 2.3, 4.3; decisions.md "Writes not detaile
       topPortsUdp: 0,
       nmap: { enabled: false, scripts: [] },
       lastScanAt: null,
+      activeSessionId: null,
       schedule: null,
       createdAt: expect.stringMatching(RFC3339),
       updatedAt: expect.stringMatching(RFC3339),

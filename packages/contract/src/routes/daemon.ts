@@ -1,4 +1,6 @@
-import { DaemonList, FlowsRequest, FlowsResponse, HeartbeatRequest, HeartbeatResponse, ObservationsRequest, ObservationsResponse, PollRequest, PollResponse, RegisterRequest, RegisterResponse } from '../daemon.js';
+import { z } from 'zod';
+import { Uuid } from '../common.js';
+import { DaemonDetail, DaemonList, DaemonSummary, FlowsRequest, FlowsResponse, HeartbeatRequest, HeartbeatResponse, ObservationsRequest, ObservationsResponse, PollRequest, PollResponse, RegisterRequest, RegisterResponse, SetDaemonEnabledRequest } from '../daemon.js';
 import { type RouteDef, route } from '../route-def.js';
 
 /** The daemon protocol (daemon keys). */
@@ -12,6 +14,51 @@ export const daemonRoutes = {
     internal: true,
     auth: { kind: 'session' },
     response: { 200: DaemonList },
+  }),
+  getDaemon: route({
+    method: 'GET',
+    url: '/api/v1/daemons/:id',
+    operationId: 'getDaemon',
+    summary: 'One daemon for its console page: status and why, quiet time, facts, key prefix, recent sessions',
+    description: 'A daemon of another organisation, or one removed, is 404 `not_found`.',
+    tags: ['console'],
+    internal: true,
+    auth: { kind: 'session' },
+    params: z.object({ id: Uuid }),
+    errors: ['not_found'],
+    response: { 200: DaemonDetail },
+  }),
+  setDaemonEnabled: route({
+    method: 'PUT',
+    url: '/api/v1/daemons/:id/enabled',
+    operationId: 'setDaemonEnabled',
+    summary: 'Disable a daemon (no scan is handed to it) or enable it again',
+    description:
+      'A disabled daemon keeps its key and may heartbeat and report flows, but takes no scan: scans of its site go to another online daemon, or are refused with 409 `no_daemon_online`. ' +
+      'Its queued sessions not yet handed over are marked `failed` at once (so the network can be scanned elsewhere); a session it already runs may finish, and a cancellation still reaches it. ' +
+      'It is never counted silent nor announced with `daemon.offline`. Setting the current state again is a no-op.',
+    tags: ['console'],
+    internal: true,
+    auth: { kind: 'session', minRole: 'admin' },
+    params: z.object({ id: Uuid }),
+    body: SetDaemonEnabledRequest,
+    errors: ['not_found'],
+    response: { 200: DaemonSummary },
+  }),
+  removeDaemon: route({
+    method: 'DELETE',
+    url: '/api/v1/daemons/:id',
+    operationId: 'removeDaemon',
+    summary: 'Remove a daemon: its key is revoked at once and it leaves every list',
+    description:
+      'The daemon key it registered with is revoked: its next request (and that of any other daemon started with the same key) is 401. ' +
+      'Its unfinished sessions are marked `failed`; its past sessions keep their history and its name. A daemon registering later under the same name (with a new key) is a new daemon.',
+    tags: ['console'],
+    internal: true,
+    auth: { kind: 'session', minRole: 'admin' },
+    params: z.object({ id: Uuid }),
+    errors: ['not_found'],
+    response: { 204: null },
   }),
   daemonRegister: route({
     method: 'POST',

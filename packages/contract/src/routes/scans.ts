@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Uuid } from '../common.js';
-import { CreateScanRequest, ScanSession } from '../daemon.js';
+import { CreateScanRequest, ScanSession, SessionHistory } from '../daemon.js';
 import { type RouteDef, route } from '../route-def.js';
 
 /** Scan sessions: queue, read, cancel (API keys). */
@@ -26,14 +26,14 @@ export const scanRoutes = {
     operationId: 'listNetworkScans',
     summary: 'A network\'s scan sessions, newest first (the console\'s history of a network)',
     description:
-      'The sessions of `networkId` in the session\'s organisation, newest (`createdAt`) first, at most `limit` (default 20). ' +
+      'The sessions of `networkId` in the session\'s organisation, newest (`createdAt`) first, at most `limit` (default 20), each with the name of its daemon (kept after the daemon is removed). ' +
       'A network that does not exist in the session\'s organisation (another organisation\'s included) answers 404 `not_found`.',
     tags: ['console'],
     internal: true,
     auth: { kind: 'session' },
     querystring: z.strictObject({ networkId: Uuid, limit: z.coerce.number().int().min(1).max(100).default(20) }),
     errors: ['not_found'],
-    response: { 200: z.object({ data: z.array(ScanSession) }) },
+    response: { 200: SessionHistory },
   }),
   getScan: route({
     method: 'GET',

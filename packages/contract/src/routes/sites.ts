@@ -31,6 +31,21 @@ export const siteRoutes = {
     body: RenameSiteRequest,
     response: { 200: Site },
   }),
+  deleteSite: route({
+    method: 'DELETE',
+    url: '/api/v1/sites/:id',
+    operationId: 'deleteSite',
+    summary: 'Delete an empty site',
+    description:
+      'Only a site that holds no host, network or daemon: otherwise 409 `conflict`, whose detail says what it still holds (move or delete those first). ' +
+      'Its topology views (derived from its hosts) go with it; snapshots taken of it stay, no longer naming a site.',
+    tags: ['console'],
+    internal: true,
+    auth: { kind: 'session', minRole: 'admin' },
+    params: z.object({ id: Uuid }),
+    errors: ['not_found', 'conflict'],
+    response: { 204: null },
+  }),
   setDaemonSite: route({
     method: 'PUT',
     url: '/api/v1/daemons/:id/site',

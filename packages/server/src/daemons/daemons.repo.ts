@@ -11,6 +11,7 @@ export function findOwnDaemon(db: Kysely<DB>, organisationId: string, id: string
     .where('organisation_id', '=', organisationId)
     .where('id', '=', id)
     .where('key_id', '=', keyId)
+    .where('removed_at', 'is', null)
     .executeTakeFirst();
 }
 
@@ -20,6 +21,7 @@ export function findDaemonByName(db: Kysely<DB>, organisationId: string, name: s
     .select(['id', 'boot_id'])
     .where('organisation_id', '=', organisationId)
     .where(sql`lower(name)`, '=', name.toLowerCase())
+    .where('removed_at', 'is', null)
     .forUpdate()
     .executeTakeFirst();
 }
@@ -107,7 +109,7 @@ export async function markQuietDaemonsOffline(db: Kysely<DB>, at: Date): Promise
   const r = await sql<{ organisation_id: string; id: string }>`
     with quiet as (
       update daemons set offline_since = ${at}
-      where status = 'online' and offline_since is null
+      where status = 'online' and offline_since is null and disabled_at is null and removed_at is null
         and coalesce(last_heartbeat_at, registered_at) < ${at}::timestamptz - make_interval(secs => ${DAEMON_QUIET_SECONDS})
       returning organisation_id, id, name, last_heartbeat_at, site_id
     ), logged as (
@@ -122,15 +124,52 @@ export async function markQuietDaemonsOffline(db: Kysely<DB>, at: Date): Promise
   return r.rows;
 }
 
-/** Every daemon of the organisation for the console, the quietest first. */
+/** Every daemon of the organisation for the console (removed ones aside), the quietest first. */
 export async function listDaemons(db: Kysely<DB>, organisationId: string, id?: string) {
   const r = await sql<{
     id: string; name: string; site_id: string | null; status: string; version: string; os: string; arch: string; capabilities: Record<string, boolean>;
     status_reason: string | null; network_cidrs: string[]; last_heartbeat_at: Date | null; offline_since: Date | null; quiet: number; heartbeat_interval_seconds: number; flows_dropped: number; restart_count: number; registered_at: Date;
+    disabled_at: Date | null; key_id: string; loaded_signatures: Record<string, number>;
   }>`
     select id, name, site_id, status, status_reason, version, os, arch, capabilities, network_cidrs::text[] as network_cidrs, last_heartbeat_at, offline_since,
-           extract(epoch from now() - coalesce(last_heartbeat_at, registered_at))::float8 as quiet, heartbeat_interval_seconds, flows_dropped, restart_count, registered_at
-    from daemons where organisation_id = ${organisationId} ${id === undefined ? sql`` : sql`and id = ${id}`}
+           extract(epoch from now() - coalesce(last_heartbeat_at, registered_at))::float8 as quiet, heartbeat_interval_seconds, flows_dropped, restart_count, registered_at,
+           disabled_at, key_id, loaded_signatures
+    from daemons where organisation_id = ${organisationId} and removed_at is null ${id === undefined ? sql`` : sql`and id = ${id}`}
     order by coalesce(last_heartbeat_at, registered_at), name`.execute(db);
   return r.rows;
+}
+
+/** The prefix of a key (shown to say which key a daemon uses). */
+export async function keyPrefix(db: Kysely<DB>, organisationId: string, keyId: string): Promise<string> {
+  const k = await db.selectFrom('keys').select('token_prefix').where('organisation_id', '=', organisationId).where('id', '=', keyId).executeTakeFirst();
+  return k?.token_prefix ?? '';
+}
+
+/** The daemon (not removed), locked for a change; undefined when the organisation has none of that id. */
+export function lockDaemon(db: Kysely<DB>, organisationId: string, id: string) {
+  return db
+    .selectFrom('daemons')
+    .select(['id', 'name', 'key_id', 'disabled_at'])
+    .where('organisation_id', '=', organisationId)
+    .where('id', '=', id)
+    .where('removed_at', 'is', null)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+/** Disables (sets disabled_at, ending any quiet episode: a disabled daemon is never silent) or re-enables the daemon; logs it. */
+export async function setDisabled(db: Kysely<DB>, organisationId: string, id: string, disabled: boolean): Promise<void> {
+  await db
+    .updateTable('daemons')
+    .set(disabled ? { disabled_at: sql`now()`, offline_since: null, updated_at: sql`now()` } : { disabled_at: null, updated_at: sql`now()` })
+    .where('organisation_id', '=', organisationId)
+    .where('id', '=', id)
+    .execute();
+  await logChanges(db, organisationId, 'daemon', [id], 'updated');
+}
+
+/** Marks the daemon removed (the row stays for its sessions' history) and logs it deleted. */
+export async function markRemoved(db: Kysely<DB>, organisationId: string, id: string): Promise<void> {
+  await db.updateTable('daemons').set({ removed_at: sql`now()`, offline_since: null, updated_at: sql`now()` }).where('organisation_id', '=', organisationId).where('id', '=', id).execute();
+  await logChanges(db, organisationId, 'daemon', [id], 'deleted');
 }

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
-import { daemonPrincipal, sessionPrincipal } from '../http/principals.js';
+import { daemonPrincipal, keyActor, sessionPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import { claimNextJob } from '../scans/scans.service.js';
 import * as daemons from './daemons.service.js';
@@ -14,6 +14,15 @@ export function registerDaemonRoutes(app: FastifyInstance, deps: { db: Kysely<DB
   const { db, config, waiters } = deps;
 
   addRoute(app, routes.listDaemons, async (request) => daemons.listDaemons(db, sessionPrincipal(request).organisationId));
+
+  addRoute(app, routes.getDaemon, async (request) => daemons.getDaemon(db, sessionPrincipal(request).organisationId, request.params.id));
+
+  addRoute(app, routes.setDaemonEnabled, async (request) => daemons.setDaemonEnabled(db, keyActor(request), request.params.id, request.body.enabled));
+
+  addRoute(app, routes.removeDaemon, async (request, reply) => {
+    await daemons.removeDaemon(db, keyActor(request), request.params.id);
+    return reply.code(204).send();
+  });
 
   addRoute(app, routes.daemonRegister, async (request) => {
     const daemonId = await daemons.register(db, daemonPrincipal(request), request.body);

@@ -110,6 +110,9 @@ export interface NetworksTable {
   schedule_checked_at: ColumnType<Date | null, never, never>;
   schedule_outcome: ColumnType<string | null, never, never>;
   schedule_detail: ColumnType<string | null, never, never>;
+  /** The session and daemon the scheduler last queued (migration 0022). */
+  schedule_session_id: ColumnType<string | null, never, never>;
+  schedule_daemon_id: ColumnType<string | null, never, never>;
   created_at: Created;
   updated_at: Timestamp;
 }
@@ -438,6 +441,10 @@ export interface DaemonsTable {
   registered_at: Created;
   created_at: Created;
   updated_at: Timestamp;
+  /** Set while an admin has disabled the daemon: no scans are handed to it (migration 0023). */
+  disabled_at: NullableTimestamp;
+  /** Set once removed: the row stays for the history of its sessions, left out of every list (migration 0023). */
+  removed_at: NullableTimestamp;
 }
 
 export interface ScanSessionsTable {

@@ -42,6 +42,10 @@ const networkColumns = [
   'id', 'seq', 'site_id', 'name', 'scan_interval_minutes', 'top_ports_tcp', 'top_ports_udp', 'nmap_enabled', 'nmap_scripts',
   isoOrNull('last_scan_at'), isoOrNull('schedule_checked_at'), 'schedule_outcome', 'schedule_detail', iso('created_at'), iso('updated_at'),
   sql<number>`family(cidr)`.as('family'), sql<string[]>`exclude_cidrs::text[]`.as('exclude_cidrs_text'), sql<string>`cidr::text`.as('cidr_text'),
+  'schedule_session_id', 'schedule_daemon_id',
+  // At most one such session per network (scan_sessions_active_key): an index probe per row.
+  sql<string | null>`(select s.id from scan_sessions s where s.organisation_id = networks.organisation_id and s.network_id = networks.id
+    and s.state in ('queued', 'dispatched', 'running') limit 1)`.as('active_session_id'),
 ] as const;
 
 export function listNetworks(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined } & ById) {

@@ -30,7 +30,10 @@ export const toNetwork = (r: Row<typeof repo.listNetworks>) => ({
   topPortsUdp: r.top_ports_udp,
   nmap: { enabled: r.nmap_enabled, scripts: r.nmap_scripts as ('default' | 'safe' | 'version' | 'vuln')[] },
   lastScanAt: r.last_scan_at,
-  schedule: r.schedule_checked_at ? { checkedAt: r.schedule_checked_at, outcome: r.schedule_outcome as 'queued' | 'skipped', detail: r.schedule_detail } : null,
+  activeSessionId: r.active_session_id,
+  schedule: r.schedule_checked_at
+    ? { checkedAt: r.schedule_checked_at, outcome: r.schedule_outcome as 'queued' | 'skipped', detail: r.schedule_detail, sessionId: r.schedule_session_id, daemonId: r.schedule_daemon_id }
+    : null,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });

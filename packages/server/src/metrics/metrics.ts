@@ -48,7 +48,7 @@ export async function collectMetrics(db: Kysely<DB>, organisationId: string, now
       where g.organisation_id is null and g.last_run_at is not null order by g.job`.execute(db),
     sql<{ status: string; n: number; quiet: number | null }>`
       select status, count(*)::int as n, max(extract(epoch from (${now}::timestamptz - coalesce(last_heartbeat_at, created_at))))::float8 as quiet
-      from daemons where organisation_id = ${o} group by status`.execute(db),
+      from daemons where organisation_id = ${o} and disabled_at is null and removed_at is null group by status`.execute(db),
     sessionCounts(db, o),
     sql<{ severity: string; state: string; n: number }>`select severity, state, count(*)::int as n from vulnerabilities where organisation_id = ${o} group by severity, state`.execute(db),
     certificatesExpiring(db, o, now),

@@ -30,9 +30,11 @@ export function scanSchedule(): JobDefinition {
         for (const networkId of byOrg.get(org)!) {
           let outcome: 'queued' | 'skipped' = 'queued';
           let detail: string | null = null;
+          let queued: { sessionId: string; daemonId: string } | null = null;
           try {
             const session = await createScan(db, { type: 'system', organisationId: org }, { networkId });
             detail = `session ${session.sessionId} on daemon ${session.daemonId}`;
+            queued = { sessionId: session.sessionId, daemonId: session.daemonId };
           } catch (err) {
             // Any other failure fails the organisation's run, after its other networks had their turn.
             if (!(err instanceof AppError) || !SKIP_CODES.has(err.code)) {
@@ -43,7 +45,7 @@ export function scanSchedule(): JobDefinition {
             detail = `${err.code}: ${err.message}`;
           }
           counts[outcome]++;
-          await repo.recordScheduleOutcome(db, org, networkId, at, outcome, detail);
+          await repo.recordScheduleOutcome(db, org, networkId, at, outcome, detail, queued);
         }
         queued += counts.queued;
         skipped += counts.skipped;

@@ -16,13 +16,22 @@ export function findSession(db: Kysely<DB>, organisationId: string, id: string) 
   return db.selectFrom('scan_sessions').select(sessionColumns).where('organisation_id', '=', organisationId).where('id', '=', id).executeTakeFirst();
 }
 
-/** The network's sessions, newest first; none for a network of another organisation. */
-export function listNetworkSessions(db: Kysely<DB>, organisationId: string, networkId: string, limit: number) {
+/**
+ * The sessions of a network or of a daemon, newest first, with the names of their daemon (a removed
+ * one included) and network; none for another organisation's.
+ */
+export function listSessionHistory(db: Kysely<DB>, organisationId: string, of: { networkId: string } | { daemonId: string }, limit: number) {
+  const daemon = (column: string) => sql.raw(`(select d.${column} from daemons d where d.organisation_id = scan_sessions.organisation_id and d.id = scan_sessions.daemon_id)`);
   return db
     .selectFrom('scan_sessions')
     .select(sessionColumns)
+    .select([
+      sql<string>`${daemon('name')}`.as('daemon_name'),
+      sql<boolean>`${daemon('removed_at')} is not null`.as('daemon_removed'),
+      sql<string>`(select n.name from networks n where n.organisation_id = scan_sessions.organisation_id and n.id = scan_sessions.network_id)`.as('network_name'),
+    ])
     .where('organisation_id', '=', organisationId)
-    .where('network_id', '=', networkId)
+    .where('networkId' in of ? 'network_id' : 'daemon_id', '=', 'networkId' in of ? of.networkId : of.daemonId)
     .orderBy('scan_sessions.created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(limit)
@@ -60,6 +69,27 @@ export async function supersedeStalled(db: Kysely<DB>, organisationId: string, n
   return rows.map((r) => r.id);
 }
 
+/**
+ * Marks the daemon's sessions in `states` failed (the daemon was disabled or removed), logs them
+ * and announces `scan.failed` with `reason`; returns their ids.
+ */
+export async function failDaemonSessions(db: Kysely<DB>, organisationId: string, daemonId: string, states: readonly string[], reason: string) {
+  const rows = await db
+    .updateTable('scan_sessions')
+    .set({ state: 'failed', finished_at: new Date(), updated_at: new Date() })
+    .where('organisation_id', '=', organisationId)
+    .where('daemon_id', '=', daemonId)
+    .where('state', 'in', [...states])
+    .returning(['id', 'network_id'])
+    .execute();
+  if (rows.length) {
+    await logChanges(db, organisationId, 'scan', rows.map((r) => r.id), 'updated');
+    await logChanges(db, organisationId, 'network', [...new Set(rows.map((r) => r.network_id))], 'updated');
+    await emit(db, organisationId, 'scan.failed', rows.map((r) => ({ subjectId: r.id, data: { networkId: r.network_id, reason } })));
+  }
+  return rows.map((r) => r.id);
+}
+
 export function findNetworkForScan(db: Kysely<DB>, organisationId: string, id: string) {
   return db
     .selectFrom('networks')
@@ -78,7 +108,9 @@ export function candidateDaemons(db: Kysely<DB>, organisationId: string, network
     .selectFrom('daemons')
     .select(['id', sql<boolean>`coalesce((capabilities->>'nmap')::boolean, false)`.as('has_nmap')])
     .where('organisation_id', '=', organisationId)
-    .where('status', '=', 'online');
+    .where('status', '=', 'online')
+    .where('disabled_at', 'is', null)
+    .where('removed_at', 'is', null);
   q = network.site_id
     ? q.where('site_id', '=', network.site_id)
     : q.where(sql<boolean>`exists (select 1 from unnest(network_cidrs) c where c >>= ${network.cidr}::cidr)`);
@@ -104,12 +136,16 @@ export async function enqueueJob(db: Kysely<DB>, organisationId: string, daemonI
   await sql`select pg_notify(${JOBS_CHANNEL}, ${daemonId})`.execute(db);
 }
 
-/** Claims the daemon's oldest undelivered job; concurrent polls never get the same one. */
+/**
+ * Claims the daemon's oldest undelivered job; concurrent polls never get the same one. A disabled
+ * daemon gets cancellations only (its queued sessions were failed when it was disabled).
+ */
 export async function claimJob(db: Kysely<DB>, organisationId: string, daemonId: string) {
   const r = await sql<{ kind: 'network' | 'cancel'; session_id: string }>`
     update daemon_jobs d set delivered_at = now()
     from (select id from daemon_jobs
           where organisation_id = ${organisationId} and daemon_id = ${daemonId} and delivered_at is null
+            and (kind = 'cancel' or exists (select 1 from daemons x where x.organisation_id = ${organisationId} and x.id = ${daemonId} and x.disabled_at is null))
           order by seq limit 1 for update skip locked) j
     where d.organisation_id = ${organisationId} and d.id = j.id
     returning d.kind, d.session_id`.execute(db);
@@ -153,13 +189,22 @@ export async function dueNetworks(db: Kysely<DB>, at: Date): Promise<{ organisat
 }
 
 /** What the scheduler last did with a network (shown as the network's `schedule`). */
-export async function recordScheduleOutcome(db: Kysely<DB>, organisationId: string, networkId: string, at: Date, outcome: 'queued' | 'skipped', detail: string | null) {
+export async function recordScheduleOutcome(
+  db: Kysely<DB>,
+  organisationId: string,
+  networkId: string,
+  at: Date,
+  outcome: 'queued' | 'skipped',
+  detail: string | null,
+  queued: { sessionId: string; daemonId: string } | null = null,
+) {
   // The network changes for its watchers when the outcome does, not at every check (30 s).
   await sql`
     with prev as (
       select id, schedule_outcome, schedule_detail from networks where organisation_id = ${organisationId} and id = ${networkId} for update
     ), updated as (
-      update networks n set schedule_checked_at = ${at}, schedule_outcome = ${outcome}, schedule_detail = ${detail}
+      update networks n set schedule_checked_at = ${at}, schedule_outcome = ${outcome}, schedule_detail = ${detail},
+        schedule_session_id = ${queued?.sessionId ?? null}, schedule_daemon_id = ${queued?.daemonId ?? null}
       from prev where n.organisation_id = ${organisationId} and n.id = prev.id
     )
     ${changeSelect('network', 'updated', { from: sql`prev`, organisationId: sql`${organisationId}::uuid`, where: sql`(prev.schedule_outcome, prev.schedule_detail) is distinct from (${outcome}::text, ${detail}::text)` })}`.execute(db);

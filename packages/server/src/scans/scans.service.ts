@@ -40,10 +40,20 @@ async function sessionOrThrow(db: Kysely<DB>, organisationId: string, id: string
 
 export const getScan = async (db: Kysely<DB>, organisationId: string, id: string) => toScanSession(await sessionOrThrow(db, organisationId, id));
 
+/** The sessions of a network or a daemon, newest first, each with its daemon's and network's names (the console's histories). */
+export async function sessionHistory(db: Kysely<DB>, organisationId: string, of: { networkId: string } | { daemonId: string }, limit: number) {
+  return (await repo.listSessionHistory(db, organisationId, of, limit)).map((r) => ({
+    ...toScanSession(r),
+    daemonName: r.daemon_name,
+    daemonRemoved: r.daemon_removed,
+    networkName: r.network_name,
+  }));
+}
+
 /** A network's sessions, newest first (console history); 404 for a network not in the organisation. */
 export async function listNetworkScans(db: Kysely<DB>, organisationId: string, networkId: string, limit: number) {
   if (!(await repo.networkExists(db, organisationId, networkId))) throw new AppError('not_found', `No network ${networkId}.`);
-  return { data: (await repo.listNetworkSessions(db, organisationId, networkId, limit)).map(toScanSession) };
+  return { data: await sessionHistory(db, organisationId, { networkId }, limit) };
 }
 
 /**

@@ -31,7 +31,14 @@ export async function renameSite(db: Kysely<DB>, organisationId: string, id: str
 
 /** The daemon's current site, locked for the change; undefined when the organisation has no such daemon. */
 export function findDaemonForUpdate(db: Kysely<DB>, organisationId: string, id: string) {
-  return db.selectFrom('daemons').select(['id', 'site_id', 'site_set_in_ui']).where('organisation_id', '=', organisationId).where('id', '=', id).forUpdate().executeTakeFirst();
+  return db
+    .selectFrom('daemons')
+    .select(['id', 'site_id', 'site_set_in_ui'])
+    .where('organisation_id', '=', organisationId)
+    .where('id', '=', id)
+    .where('removed_at', 'is', null)
+    .forUpdate()
+    .executeTakeFirst();
 }
 
 /**
@@ -43,4 +50,29 @@ export async function setDaemonSite(db: Kysely<DB>, organisationId: string, id: 
   await logChanges(db, organisationId, 'daemon', [id], 'updated');
   const sites = [...new Set([previousSiteId, siteId])].filter((s): s is string => s !== null);
   if (previousSiteId !== siteId) await logChanges(db, organisationId, 'site', sites, 'updated');
+}
+
+/** What a site still holds: its hosts, networks and daemons (removed daemons aside). */
+export async function siteHoldings(db: Kysely<DB>, organisationId: string, id: string): Promise<{ hosts: number; networks: number; daemons: number }> {
+  const r = await sql<{ hosts: number; networks: number; daemons: number }>`
+    select (select count(*) from hosts where organisation_id = ${organisationId} and site_id = ${id})::int as hosts,
+           (select count(*) from networks where organisation_id = ${organisationId} and site_id = ${id})::int as networks,
+           (select count(*) from daemons where organisation_id = ${organisationId} and site_id = ${id} and removed_at is null)::int as daemons`.execute(db);
+  return r.rows[0]!;
+}
+
+/**
+ * Deletes a site, locked first, with its topology views (built from its hosts, so meaningless
+ * without it); snapshots of it stay with no site. Logs the site and each view as deleted.
+ */
+export async function deleteSite(db: Kysely<DB>, organisationId: string, id: string): Promise<void> {
+  const views = await db.deleteFrom('topologies').where('organisation_id', '=', organisationId).where('site_id', '=', id).returning('id').execute();
+  await db.deleteFrom('sites').where('organisation_id', '=', organisationId).where('id', '=', id).execute();
+  await logChanges(db, organisationId, 'topology', views.map((v) => v.id), 'deleted');
+  await logChanges(db, organisationId, 'site', [id], 'deleted');
+}
+
+/** The site, locked against a concurrent change (a daemon or network joining it). */
+export function lockSite(db: Kysely<DB>, organisationId: string, id: string) {
+  return db.selectFrom('sites').select(['id', 'code', 'name']).where('organisation_id', '=', organisationId).where('id', '=', id).forUpdate().executeTakeFirst();
 }

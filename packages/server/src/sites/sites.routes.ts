@@ -15,6 +15,11 @@ export function registerSiteRoutes(app: FastifyInstance, deps: { db: Kysely<DB>;
 
   addRoute(app, routes.renameSite, async (request) => sites.renameSite(db, keyActor(request), request.params.id, request.body));
 
+  addRoute(app, routes.deleteSite, async (request, reply) => {
+    await sites.deleteSite(db, keyActor(request), request.params.id);
+    return reply.code(204).send();
+  });
+
   addRoute(app, routes.setDaemonSite, async (request) => sites.setDaemonSite(db, keyActor(request), request.params.id, request.body.siteId));
 
   addRoute(app, routes.enrolDaemon, async (request, reply) => reply.code(201).send(await sites.enrolDaemon(db, keyActor(request), config.baseUrl, request.body)));

@@ -42,6 +42,29 @@ export async function renameSite(db: Kysely<DB>, actor: OrgActor, id: string, in
   });
 }
 
+/** "3 hosts, 1 network and 2 daemons": what a site still holds, in words. */
+function holdingsText(h: { hosts: number; networks: number; daemons: number }): string {
+  const parts = ([['host', h.hosts], ['network', h.networks], ['daemon', h.daemons]] as const).filter(([, n]) => n > 0).map(([w, n]) => `${n} ${w}${n === 1 ? '' : 's'}`);
+  return parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts.at(-1)}` : parts[0]!;
+}
+
+/**
+ * Deletes an empty site: one that holds no host, network or daemon (409 `conflict` naming what it
+ * still holds). Its topology views go with it; snapshots of it stay with no site.
+ */
+export async function deleteSite(db: Kysely<DB>, actor: OrgActor, id: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const site = await repo.lockSite(trx, actor.organisationId, id);
+    if (!site) throw new AppError('not_found', `No site ${id}.`);
+    const held = await repo.siteHoldings(trx, actor.organisationId, id);
+    if (held.hosts + held.networks + held.daemons > 0) {
+      throw new AppError('conflict', `Site ${site.code} still holds ${holdingsText(held)}; move or delete them first, then delete the site.`, { holds: held });
+    }
+    await repo.deleteSite(trx, actor.organisationId, id);
+    await recordAudit(trx, actor, { organisationId: actor.organisationId, action: 'site.deleted', targetType: 'site', targetId: id, changes: { code: site.code, name: site.name } });
+  });
+}
+
 /**
  * Assigns a daemon to a site from the console, or clears it (null). An assignment made here is
  * flagged (`site_set_in_ui`), and registration never moves a daemon that has one (spec 4.4).

@@ -13,10 +13,13 @@ export const refreshedBy: Record<ChangeType, readonly QueryKey[]> = {
   service: [serviceKeys.all, hostKeys.all, searchKeys.all],
   vulnerability: [vulnerabilityKeys.all, overviewKeys.all, searchKeys.all],
   job: [jobKeys.all, overviewKeys.all],
-  scan: [hostKeys.all, serviceKeys.all, jobKeys.all, scanKeys.all, networkKeys.all, certificateKeys.all, overviewKeys.all],
+  // A daemon's page lists its sessions (daemonKeys): a scan moving changes it.
+  scan: [hostKeys.all, serviceKeys.all, jobKeys.all, scanKeys.all, networkKeys.all, certificateKeys.all, overviewKeys.all, daemonKeys.all],
+  // A network deleted takes its sessions with it; a network moved changes a site's page (its networks are a networks query).
   network: [networkKeys.all, scanKeys.all, searchKeys.all],
   daemon: [daemonKeys.all, overviewKeys.all],
   snapshot: [snapshotKeys.all, overviewKeys.all],
+  // A site deleted takes its topology views with it.
   site: [siteKeys.all, daemonKeys.all, topologyKeys.all, viewKeys.all],
   topology: [topologyKeys.all, viewKeys.all],
 };

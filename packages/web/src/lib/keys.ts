@@ -27,7 +27,7 @@ export const topologyKeys = collectionKeys('topologies');
 /** The overview's own figures (`GET /api/v1/overview`), which most changes move. */
 export const overviewKeys = { all: ['overview'] as const };
 export const sessionKeys = { me: ['me'] as const };
-export const daemonKeys = { all: ['daemons'] as const };
+export const daemonKeys = { all: ['daemons'] as const, one: (id: string) => ['daemons', 'one', id] as const };
 export const jobKeys = { all: ['jobs'] as const };
 export const scanKeys = { all: ['scans'] as const, network: (networkId: string, limit: number) => ['scans', 'network', networkId, limit] as const };
 /** The header's search box (`GET /api/v1/search`): one entry per term. */

@@ -3,6 +3,7 @@ import type {
   ApiKeyCreated as ApiKeyCreatedSchema,
   ApiKeyInfo as ApiKeyInfoSchema,
   Certificate as CertificateSchema,
+  DaemonDetail as DaemonDetailSchema,
   DaemonSummary as DaemonSummarySchema,
   Delivery as DeliverySchema,
   DeliveryList as DeliveryListSchema,
@@ -17,6 +18,8 @@ import type {
   Network as NetworkSchema,
   Overview as OverviewSchema,
   ScanSession as ScanSessionSchema,
+  SessionHistoryItem as SessionHistoryItemSchema,
+  NetworkOverlaps as NetworkOverlapsSchema,
   JobStatus as JobStatusSchema,
   JobStatusList as JobStatusListSchema,
   LookupResult as LookupResultSchema,
@@ -39,6 +42,8 @@ export type Host = z.infer<typeof HostSchema>;
 export type Service = z.infer<typeof ServiceSchema>;
 export type Network = z.infer<typeof NetworkSchema>;
 export type ScanSession = z.infer<typeof ScanSessionSchema>;
+export type SessionHistoryItem = z.infer<typeof SessionHistoryItemSchema>;
+export type NetworkOverlap = z.infer<typeof NetworkOverlapsSchema>['data'][number];
 export type Site = z.infer<typeof SiteSchema>;
 export type Vulnerability = z.infer<typeof VulnerabilitySchema>;
 export type ApiKeyInfo = z.infer<typeof ApiKeyInfoSchema>;
@@ -47,6 +52,7 @@ export type JobStatus = z.infer<typeof JobStatusSchema>;
 export type JobStatusList = z.infer<typeof JobStatusListSchema>;
 export type DaemonList = z.infer<typeof DaemonListSchema>;
 export type DaemonSummary = z.infer<typeof DaemonSummarySchema>;
+export type DaemonDetail = z.infer<typeof DaemonDetailSchema>;
 export type EnrolDaemonResponse = z.infer<typeof EnrolDaemonResponseSchema>;
 export type Certificate = z.infer<typeof CertificateSchema>;
 export type Snapshot = z.infer<typeof SnapshotSchema>;

@@ -2,6 +2,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { EnrolDaemonRequest, roleAtLeast } from '@surveyor/contract';
 import { useEffect, useMemo, useState } from 'react';
+import { Link, useLocation } from 'react-router';
 import { daemonKeys } from '../../lib/keys';
 import { enrolDaemon, setDaemonSite } from './api';
 import { CopyButton, CopyField } from '../../components/Copy';
@@ -17,17 +18,33 @@ import { usePageTitle } from '../../lib/usePageTitle';
 
 /** The daemon.offline threshold: an online daemon quiet for longer is silent (the server says so in `silent`). */
 export const QUIET_LIMIT_SECONDS = 300;
-const CAPABILITIES = ['nmap', 'netflow', 'ebpf'] as const;
+export const CAPABILITIES = ['nmap', 'netflow', 'ebpf'] as const;
 
 /** Quiet time to the second under an hour (it counts on while the page is open), as `seconds` beyond. */
-const quietText = (s: number) => (s >= 60 && s < 3600 ? `${Math.floor(s / 60)} min ${s % 60} s` : seconds(s));
+export const quietText = (s: number) => (s >= 60 && s < 3600 ? `${Math.floor(s / 60)} min ${s % 60} s` : seconds(s));
 
 /** A daemon with its quiet time counted on to this second (the list was read `sinceFetch` seconds ago). */
-type Shown = DaemonSummary & { quietNow: number };
-const quietTooLong = (d: Shown) => d.silent || (d.status === 'online' && d.quietNow > QUIET_LIMIT_SECONDS);
+export type Shown = DaemonSummary & { quietNow: number };
+export const quietTooLong = (d: Shown) => d.disabledAt === null && (d.silent || (d.status === 'online' && d.quietNow > QUIET_LIMIT_SECONDS));
+
+/** Status as a word and a colour: disabled, silent (online but quiet too long), or the reported status, with the degraded reason. */
+export function DaemonStatus({ daemon: d }: { daemon: Shown }) {
+  return (
+    <>
+      {d.disabledAt ? (
+        <span className="badge daemon-disabled" title={`disabled ${dateTime(d.disabledAt)}: takes no scan; reports ${d.status}`}>disabled</span>
+      ) : quietTooLong(d) ? (
+        <span className="badge daemon-silent" title="online, but no heartbeat for more than 5 minutes: daemon.offline was sent">silent</span>
+      ) : (
+        <span className={`badge daemon-${d.status}`}>{d.status}</span>
+      )}
+      {d.reason && <div className="daemon-reason">{d.reason}</div>}
+    </>
+  );
+}
 
 /** A daemon's site: a select for admins (the change is shown at once), the site's name for others. */
-function SiteCell({ daemon, sites, admin }: { daemon: DaemonSummary; sites: Map<string, Site>; admin: boolean }) {
+export function SiteCell({ daemon, sites, admin }: { daemon: DaemonSummary; sites: Map<string, Site>; admin: boolean }) {
   const client = useQueryClient();
   const assign = useMutation({
     mutationFn: (siteId: string | null) => setDaemonSite(daemon.id, siteId),
@@ -93,19 +110,8 @@ function EnrolDialog({ sites, onDone, onCancel }: { sites: Map<string, Site>; on
 
 function daemonColumns(sites: Map<string, Site>, admin: boolean): ColumnDef<Shown>[] {
   return [
-    { header: 'Name', accessorKey: 'name', cell: ({ row }) => <strong className="daemon-name">{row.original.name}</strong> },
-    {
-      header: 'Status',
-      accessorKey: 'status',
-      cell: ({ row }) => (
-        <>
-          {quietTooLong(row.original)
-            ? <span className="badge daemon-silent" title="online, but no heartbeat for more than 5 minutes: daemon.offline was sent">silent</span>
-            : <span className={`badge daemon-${row.original.status}`}>{row.original.status}</span>}
-          {row.original.reason && <div className="daemon-reason">{row.original.reason}</div>}
-        </>
-      ),
-    },
+    { header: 'Name', accessorKey: 'name', cell: ({ row }) => <Link className="daemon-name" to={`/daemons/${row.original.id}`}><strong>{row.original.name}</strong></Link> },
+    { header: 'Status', accessorKey: 'status', cell: ({ row }) => <DaemonStatus daemon={row.original} /> },
     {
       header: 'Quiet for',
       accessorKey: 'quietNow',
@@ -179,10 +185,13 @@ export function DaemonsPage() {
   const known = useMemo(() => new Map([...sites, ...siteNames]), [sites, siteNames]);
   const columns = useMemo(() => daemonColumns(known, admin), [known, admin]);
   const quiet = rows.filter(quietTooLong).length;
+  // A daemon removed on its page comes back here saying so.
+  const removed = (useLocation().state as { removed?: string } | null)?.removed;
 
   return (
     <>
       <h1>Daemons</h1>
+      {removed && <p role="status" className="notice">Daemon {removed} removed: its key is revoked, its past sessions keep their history.</p>}
       {admin && !enrolled && <p><button type="button" className="primary" onClick={() => setEnrolling(true)}>Enrol a daemon</button></p>}
       {enrolled && <Enrolled enrolled={enrolled} onClose={() => setEnrolled(null)} />}
       {enrolling && <EnrolDialog sites={sites} onCancel={() => setEnrolling(false)} onDone={(e) => { setEnrolling(false); setEnrolled(e); }} />}

@@ -1,28 +1,38 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import type { ColumnDef } from '@tanstack/react-table';
 import { roleAtLeast } from '@surveyor/contract';
 import { useMemo, useState } from 'react';
-import { Link, useParams } from 'react-router';
-import { DataTable } from '../../components/DataTable';
+import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
 import { Dialog } from '../../components/Dialog';
 import { ErrorAlert } from '../../components/ErrorAlert';
+import { HostList } from '../../components/HostList';
+import { ACTIVE_SESSION_STATES as ACTIVE, ScanState, SessionTable, hostsText, percentText } from '../../components/SessionTable';
 import { ScanButton } from './components/ScanButton';
+import { DeleteNetworkDialog, EditNetworkDialog } from './components/NetworkDialogs';
 import { ago, dateTime } from '../../lib/format';
 import { overviewKeys, scanKeys } from '../../lib/keys';
-import { useMe, useSiteNames } from '../../lib/queries';
-import { cancelScan, useNetwork, useNetworkScans } from './api';
-import type { ScanSession } from '../../lib/types';
-import { intervalText, scheduleText } from './NetworksPage';
+import { useMe, useSiteNames, useSites } from '../../lib/queries';
+import { cancelScan, useNetwork, useNetworkHosts, useNetworkScans } from './api';
+import type { Network, ScanSession } from '../../lib/types';
+import { SchedulerCell, intervalText } from './NetworksPage';
+import { useDaemons } from '../../lib/queries';
 import { usePageTitle } from '../../lib/usePageTitle';
 
-const ACTIVE: ScanSession['state'][] = ['queued', 'dispatched', 'running', 'stalled'];
-
-export function ScanState({ state }: { state: ScanSession['state'] }) {
-  return <span className={`badge scan-${state}`}>{state}</span>;
+/** The hosts with an address in the network's range, 50 at a time ("Load more"). */
+function NetworkHosts({ network: n }: { network: Network }) {
+  const hosts = useNetworkHosts(n.cidr);
+  return (
+    <section aria-labelledby="hosts-title">
+      <h2 id="hosts-title">Hosts in {n.cidr}</h2>
+      <HostList caption={`Hosts in ${n.name}`} hosts={hosts} empty={`No host with an address in ${n.cidr} yet${n.lastScanAt ? '.' : ': scan the network to find them.'}`} />
+    </section>
+  );
 }
 
-const percentText = (s: ScanSession) => (s.progress.percent === null ? '—' : `${s.progress.percent} %`);
-const hostsText = (s: ScanSession) => `${s.progress.hostsScanned} / ${s.progress.hostsTotal ?? '?'}`;
+/** "3 hosts", or "50+ hosts" while more pages exist. */
+function hostCount(h: ReturnType<typeof useNetworkHosts>): string {
+  const n = h.data?.pages.reduce((sum, p) => sum + p.data.length, 0) ?? 0;
+  return h.hasNextPage ? `${n}+ hosts` : n === 1 ? '1 host' : `${n} hosts`;
+}
 
 /**
  * The session in progress: its state, hosts scanned of the total, percent, batches (refreshed by
@@ -61,12 +71,21 @@ function LiveSession({ session, onCancel }: { session: ScanSession; onCancel?: (
 
 export function NetworkPage() {
   const { id = '' } = useParams();
+  const [params] = useSearchParams();
+  const navigate = useNavigate();
   const me = useMe();
   const canScan = me.data ? roleAtLeast(me.data.role, 'editor') : false;
   const network = useNetwork(id);
   const scans = useNetworkScans(id);
   const n = network.data;
   const sites = useSiteNames([n?.siteId ?? null]);
+  const siteChoices = useSites();
+  const daemonList = useDaemons();
+  const daemons = useMemo(() => new Map((daemonList.data?.data ?? []).map((d) => [d.id, d])), [daemonList.data]);
+  const hosts = useNetworkHosts(n?.cidr);
+  const [editing, setEditing] = useState(false);
+  const [saved, setSaved] = useState<string | null>(null);
+  const [deleting, setDeleting] = useState(false);
   usePageTitle(n ? `Network ${n.name}` : 'Network');
 
   const sessions = scans.data?.data ?? [];
@@ -84,20 +103,6 @@ export function NetworkPage() {
   });
   const cancelled = cancel.data;
   const live = sessions.find((s) => ACTIVE.includes(s.state)) ?? (cancelled ? (sessions.find((s) => s.sessionId === cancelled.sessionId) ?? cancelled) : undefined);
-
-  const columns = useMemo<ColumnDef<ScanSession>[]>(
-    () => [
-      { header: 'Queued', accessorKey: 'createdAt', cell: ({ row }) => <time dateTime={row.original.createdAt} title={dateTime(row.original.createdAt)}>{ago(row.original.createdAt)}</time> },
-      { header: 'State', accessorKey: 'state', cell: ({ row }) => <ScanState state={row.original.state} /> },
-      { header: 'Hosts', id: 'hosts', cell: ({ row }) => hostsText(row.original) },
-      { header: 'Progress', id: 'percent', cell: ({ row }) => percentText(row.original) },
-      { header: 'Ports', id: 'ports', cell: ({ row }) => row.original.progress.portsScanned },
-      { header: 'Batches', id: 'batches', cell: ({ row }) => row.original.progress.batches },
-      { header: 'nmap', id: 'nmap', cell: ({ row }) => (row.original.nmap.enabled ? row.original.nmap.scripts.join(', ') || 'on' : 'off') },
-      { header: 'Finished', accessorKey: 'finishedAt', cell: ({ row }) => (row.original.finishedAt ? <span title={dateTime(row.original.finishedAt)}>{ago(row.original.finishedAt)}</span> : '—') },
-    ],
-    [],
-  );
 
   return (
     <>
@@ -122,7 +127,7 @@ export function NetworkPage() {
             <dt>Schedule</dt>
             <dd>{intervalText(n.scanIntervalMinutes)}</dd>
             <dt>Scheduler</dt>
-            <dd>{scheduleText(n)}{n.schedule && <span className="muted"> (checked {ago(n.schedule.checkedAt)})</span>}</dd>
+            <dd><SchedulerCell n={n} daemons={daemons} /></dd>
             <dt>Ports</dt>
             <dd>{[n.topPortsTcp ? `top ${n.topPortsTcp} TCP` : 'no TCP', n.topPortsUdp ? `top ${n.topPortsUdp} UDP` : 'no UDP'].join(', ')}</dd>
             <dt>nmap</dt>
@@ -130,7 +135,31 @@ export function NetworkPage() {
             <dt>Last scan</dt>
             <dd>{n.lastScanAt ? <span title={dateTime(n.lastScanAt)}>{ago(n.lastScanAt)}</span> : 'never'}</dd>
           </dl>
-          {canScan && <p className="row-actions"><ScanButton networkId={n.id} quiet /></p>}
+          {canScan && (
+            <p className="page-actions">
+              <ScanButton networkId={n.id} active={n.activeSessionId} quiet />
+              <button type="button" className="small" onClick={() => { setSaved(null); setEditing(true); }}>Edit network</button>
+              <button type="button" className="small danger" onClick={() => setDeleting(true)}>Delete network</button>
+            </p>
+          )}
+          {saved && <p role="status" className="notice">{saved}</p>}
+          {editing && (
+            <EditNetworkDialog
+              network={n}
+              sites={siteChoices}
+              onCancel={() => setEditing(false)}
+              onDone={(u) => { setEditing(false); setSaved(`Network ${u.name} saved.`); }}
+            />
+          )}
+          {deleting && (
+            <DeleteNetworkDialog
+              network={n}
+              hosts={hostCount(hosts)}
+              sessions={sessions.length}
+              onCancel={() => setDeleting(false)}
+              onDone={() => void navigate('/networks', { state: { deleted: n.name } })}
+            />
+          )}
           {live && <LiveSession session={live} onCancel={canScan ? () => { cancel.reset(); setConfirming(live); } : undefined} />}
           {confirming && (
             <Dialog
@@ -152,8 +181,9 @@ export function NetworkPage() {
             <h2 id="history-title">Scan history</h2>
             <ErrorAlert error={scans.error} />
             {scans.data && sessions.length === 0 && <p className="empty">Never scanned.</p>}
-            {sessions.length > 0 && <DataTable caption="Scan history" data={sessions} columns={columns} rowKey={(s) => s.sessionId} />}
+            {sessions.length > 0 && <SessionTable caption="Scan history" sessions={sessions} show="daemon" highlight={params.get('session')} />}
           </section>
+          <NetworkHosts network={n} />
         </>
       )}
     </>

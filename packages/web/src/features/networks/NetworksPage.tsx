@@ -2,15 +2,17 @@ import { useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { CreateNetworkRequest, roleAtLeast } from '@surveyor/contract';
 import { useMemo } from 'react';
-import { Link, useNavigate } from 'react-router';
+import { Link, useLocation, useNavigate } from 'react-router';
+import type { FieldValues, UseFormRegister } from 'react-hook-form';
 import { DataTable } from '../../components/DataTable';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { ScanButton } from './components/ScanButton';
-import { Field, errorAt, optionalNumber, optionalText, trimmed, useContractForm } from '../../components/form';
+import { Field, trimmed, useContractForm } from '../../components/form';
+import { NetworkFields, OverlapWarning, networkFields } from './components/NetworkFields';
 import { ago, dateTime } from '../../lib/format';
-import { useMe, useSiteNames, useSites } from '../../lib/queries';
+import { useDaemons, useMe, useSiteNames, useSites } from '../../lib/queries';
 import { createNetwork, useNetworks } from './api';
-import type { Network, Site } from '../../lib/types';
+import type { DaemonSummary, Network, Site } from '../../lib/types';
 import { usePageTitle } from '../../lib/usePageTitle';
 import { networkKeys } from '../../lib/keys';
 import type { z } from 'zod';
@@ -29,6 +31,25 @@ export function scheduleText(n: Network): string {
   return n.schedule.detail ? `${n.schedule.outcome}: ${n.schedule.detail}` : n.schedule.outcome;
 }
 
+/**
+ * The scheduler's last move for a network: "queued on <daemon>, session" (each a link) when it
+ * queued one, the refusal when it skipped, with the time of the check on hover.
+ */
+export function SchedulerCell({ n, daemons }: { n: Network; daemons: Map<string, DaemonSummary> }) {
+  const s = n.schedule;
+  if (!s || s.outcome !== 'queued' || !s.sessionId || !s.daemonId) {
+    return <span className="schedule-text" title={s ? `checked ${dateTime(s.checkedAt)}` : undefined}>{scheduleText(n)}</span>;
+  }
+  const daemon = daemons.get(s.daemonId);
+  return (
+    <span className="schedule-text" title={`checked ${dateTime(s.checkedAt)}`}>
+      queued {ago(s.checkedAt)} on {daemon ? <Link to={`/daemons/${daemon.id}`}>{daemon.name}</Link> : 'a removed daemon'}
+      {' · '}
+      <Link to={`/networks/${n.id}?session=${s.sessionId}`} aria-label={`Session ${s.sessionId.slice(0, 8)} of ${n.name}`}>session {s.sessionId.slice(0, 8)}</Link>
+    </span>
+  );
+}
+
 type NetworkForm = z.input<typeof CreateNetworkRequest>;
 
 function AddNetwork({ sites }: { sites: Map<string, Site> }) {
@@ -37,36 +58,28 @@ function AddNetwork({ sites }: { sites: Map<string, Site> }) {
   const { form, mutation: create, onSubmit, done: added, edited: onChange, shown } = useContractForm({
     schema: CreateNetworkRequest,
     mode: 'onChange',
-    defaultValues: { name: '', cidr: '' } as NetworkForm,
+    defaultValues: { name: '', cidr: '', excludeCidrs: '' as unknown as string[], nmap: { enabled: false, scripts: [] } } as NetworkForm,
     submit: createNetwork,
-    fields: ['name', 'cidr', 'siteId', 'scanIntervalMinutes'],
+    fields: networkFields,
     onSuccess: () => void client.invalidateQueries({ queryKey: networkKeys.all }),
   });
-  const { register, formState: { errors, isValid } } = form;
+  const { register, watch, formState: { errors, isValid } } = form;
+  const cidr = watch('cidr');
 
   return (
     <section aria-labelledby="add-network-title">
       <h2 id="add-network-title">Add network</h2>
-      <form onSubmit={onSubmit} className="add-network" noValidate>
+      <form onSubmit={onSubmit} className="add-network network-form" noValidate>
         <Field label="Name" error={shown('name')}>
           {(a) => <input {...a} {...register('name', { onChange })} maxLength={200} placeholder="office LAN" />}
         </Field>
         <Field label="CIDR" error={shown('cidr')}>
           {(a) => <input {...a} className="mono" {...register('cidr', { onChange, setValueAs: trimmed })} placeholder="10.0.0.0/24" />}
         </Field>
-        <Field label="Site" error={errorAt(errors, 'siteId')}>
-          {(a) => (
-            <select {...a} {...register('siteId', { onChange, setValueAs: optionalText })}>
-              <option value="">No site</option>
-              {[...sites.values()].map((s) => <option key={s.id} value={s.id}>{s.name} ({s.code})</option>)}
-            </select>
-          )}
-        </Field>
-        <Field label="Scan every (minutes)" error={shown('scanIntervalMinutes') && 'between 15 and 10080 minutes (empty: manual only)'}>
-          {(a) => <input {...a} type="number" min={15} max={10080} {...register('scanIntervalMinutes', { onChange, setValueAs: optionalNumber })} placeholder="manual only" />}
-        </Field>
+        <NetworkFields register={register as unknown as UseFormRegister<FieldValues>} errors={errors} sites={sites} edit={false} onChange={onChange} />
         <button type="submit" className="primary" disabled={!isValid || create.isPending}>{create.isPending ? 'Adding…' : 'Add network'}</button>
       </form>
+      <OverlapWarning cidr={cidr} />
       <ErrorAlert error={create.error} />
       {added && <p role="status" className="notice">Network <Link to={`/networks/${added.id}`}>{added.name}</Link> ({added.cidr}) added.</p>}
     </section>
@@ -82,6 +95,10 @@ export function NetworksPage() {
   const networks = useNetworks();
   const rows = networks.data?.data ?? [];
   const siteNames = useSiteNames(rows.map((n) => n.siteId));
+  const daemonList = useDaemons();
+  const daemons = useMemo(() => new Map((daemonList.data?.data ?? []).map((d) => [d.id, d])), [daemonList.data]);
+  // A network deleted on its page comes back here saying so.
+  const deleted = (useLocation().state as { deleted?: string } | null)?.deleted;
 
   const columns = useMemo<ColumnDef<Network>[]>(
     () => [
@@ -97,16 +114,19 @@ export function NetworksPage() {
       {
         id: 'scheduler',
         header: 'Scheduler',
-        cell: ({ row }) => <span className="schedule-text" title={row.original.schedule ? `checked ${dateTime(row.original.schedule.checkedAt)}` : undefined}>{scheduleText(row.original)}</span>,
+        cell: ({ row }) => <SchedulerCell n={row.original} daemons={daemons} />,
       },
-      ...(canScan ? [{ id: 'scan', header: 'Scan', cell: ({ row }) => <ScanButton networkId={row.original.id} label={`Scan ${row.original.name} now`} /> } satisfies ColumnDef<Network>] : []),
+      ...(canScan
+        ? [{ id: 'scan', header: 'Scan', cell: ({ row }) => <ScanButton networkId={row.original.id} active={row.original.activeSessionId} label={`Scan ${row.original.name} now`} /> } satisfies ColumnDef<Network>]
+        : []),
     ],
-    [siteNames, canScan],
+    [siteNames, canScan, daemons],
   );
 
   return (
     <>
       <h1>Networks</h1>
+      {deleted && <p role="status" className="notice">Network {deleted} deleted; its hosts stay in the inventory.</p>}
       <ErrorAlert error={networks.error} />
       {networks.isPending && !networks.error && <p className="loading">Loading…</p>}
       {networks.data && rows.length === 0 && <p className="empty">No networks yet{canScan ? ': add one below, then scan it.' : '.'}</p>}

@@ -40,7 +40,7 @@ function ageTone(age: number, amber: number, red: number): string | undefined {
 /** The daemons online the longest without a heartbeat (the list comes quietest first). */
 function QuietestDaemons() {
   const daemons = useDaemons();
-  const online = (daemons.data?.data ?? []).filter((d) => d.status === 'online').slice(0, 3);
+  const online = (daemons.data?.data ?? []).filter((d) => d.status === 'online' && !d.disabledAt).slice(0, 3);
   // (silent ones first: the list comes quietest first)
   if (online.length === 0) return null;
   return (
@@ -49,7 +49,7 @@ function QuietestDaemons() {
       <ol className="quiet-list" aria-labelledby="ov-quiet">
         {online.map((d) => (
           <li key={d.id}>
-            <Link to="/daemons">{d.name}</Link>: <span className={d.silent ? 'bad' : undefined}>quiet {seconds(d.quietSeconds)}{d.silent ? ' (silent)' : ''}</span>
+            <Link to={`/daemons/${d.id}`}>{d.name}</Link>: <span className={d.silent ? 'bad' : undefined}>quiet {seconds(d.quietSeconds)}{d.silent ? ' (silent)' : ''}</span>
           </li>
         ))}
       </ol>

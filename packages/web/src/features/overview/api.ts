@@ -18,7 +18,8 @@ export function useOverview() {
  */
 export function useDaemonCounts() {
   const q = useDaemons();
-  const presence = (d: { status: string; silent: boolean }) => (d.silent ? 'silent' : d.status);
+  // A disabled daemon takes no scan and is never silent: it counts in none of these.
+  const presence = (d: { status: string; silent: boolean; disabledAt: string | null }) => (d.disabledAt ? 'disabled' : d.silent ? 'silent' : d.status);
   const counts: Record<string, number> | undefined = q.data
     ? Object.fromEntries(['online', 'silent', 'degraded', 'pending'].map((s) => [s, q.data.data.filter((d) => presence(d) === s).length]))
     : undefined;

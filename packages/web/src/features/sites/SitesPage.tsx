@@ -3,6 +3,7 @@ import type { ColumnDef } from '@tanstack/react-table';
 import { CreateSiteRequest, RenameSiteRequest, roleAtLeast } from '@surveyor/contract';
 import { zodResolver } from '@hookform/resolvers/zod';
 import { useMemo, useState } from 'react';
+import { Link, useLocation } from 'react-router';
 import { useForm } from 'react-hook-form';
 import { siteKeys } from '../../lib/keys';
 import { createSite, renameSite } from './api';
@@ -77,11 +78,13 @@ export function SitesPage() {
   const sites = usePage('sites', { limit: 500 });
   const [renaming, setRenaming] = useState<Site | null>(null);
   const rows = sites.data?.data ?? [];
+  // A site deleted on its page comes back here saying so.
+  const deleted = (useLocation().state as { deleted?: string } | null)?.deleted;
 
   const columns = useMemo<ColumnDef<Site>[]>(
     () => [
-      { header: 'Code', accessorKey: 'code', cell: ({ row }) => <span className="mono">{row.original.code}</span> },
-      { header: 'Name', accessorKey: 'name' },
+      { header: 'Code', accessorKey: 'code', cell: ({ row }) => <Link className="mono" to={`/sites/${row.original.id}`}>{row.original.code}</Link> },
+      { header: 'Name', accessorKey: 'name', cell: ({ row }) => <Link to={`/sites/${row.original.id}`}>{row.original.name}</Link> },
       { header: 'Created', accessorKey: 'createdAt', cell: ({ row }) => <time dateTime={row.original.createdAt} title={dateTime(row.original.createdAt)}>{ago(row.original.createdAt)}</time> },
       ...(admin
         ? [{ id: 'rename', header: 'Actions', cell: ({ row }) => <button type="button" className="small" onClick={() => setRenaming(row.original)} aria-label={`Rename ${row.original.code}`}>Rename</button> } satisfies ColumnDef<Site>]
@@ -93,6 +96,7 @@ export function SitesPage() {
   return (
     <>
       <h1>Sites</h1>
+      {deleted && <p role="status" className="notice">Site <span className="mono">{deleted}</span> deleted.</p>}
       <ErrorAlert error={sites.error} />
       {sites.isPending && !sites.error && <p className="loading">Loading…</p>}
       {sites.data && rows.length === 0 && <p className="empty">No sites yet{admin ? ': add one below, or start a daemon with --site CODE.' : '.'}</p>}
