@@ -28,7 +28,7 @@ function certificateColumns(hosts: Map<string, Host>): ColumnDef<Certificate>[] 
     },
     { header: 'Issuer', accessorKey: 'issuer', cell: ({ row }) => <span className="dn">{row.original.issuer}</span> },
     { header: 'Host', accessorKey: 'hostId', enableSorting: false, cell: ({ row }) => <HostLink id={row.original.hostId} hosts={hosts} /> },
-    { header: 'Port', accessorKey: 'port', cell: ({ row }) => <span className="mono">{row.original.port ?? '—'}</span> },
+    { id: 'port', accessorKey: 'port', header: () => <span className="num-head">Port</span>, cell: ({ row }) => <span className="num mono">{row.original.port ?? '—'}</span> },
     { header: 'Not after', accessorKey: 'notAfter', cell: ({ row }) => <time className="nowrap" dateTime={row.original.notAfter}>{dateTime(row.original.notAfter)}</time> },
     { id: 'daysLeft', header: () => <span className="num-head">Days left</span>, cell: ({ row }) => <DaysLeft notAfter={row.original.notAfter} /> },
     {

@@ -224,7 +224,7 @@ function testSummary(r: DestinationTestResult): string {
 }
 
 function Attempts({ d }: { d: Delivery }) {
-  if (d.attemptLog.length === 0) return <span className="muted">none yet</span>;
+  if (d.attemptLog.length === 0) return <span className="muted nowrap">none yet</span>;
   return (
     <ol className="attempts">
       {d.attemptLog.map((a) => (
@@ -318,7 +318,7 @@ export function NotificationsPage() {
 
   const deliveryColumns = useMemo<ColumnDef<Delivery>[]>(
     () => [
-      { header: 'Event', accessorKey: 'eventKind', cell: ({ row }) => <span className="mono">{row.original.eventKind}</span> },
+      { header: 'Event', accessorKey: 'eventKind', cell: ({ row }) => <span className="mono nowrap">{row.original.eventKind}</span> },
       { id: 'concerns', header: 'Concerns', enableSorting: false, cell: ({ row }) => <Concerns d={row.original} hosts={hosts} /> },
       { header: 'Destination', accessorKey: 'destinationId', enableSorting: false, cell: ({ row }) => <span className="nowrap">{names.get(row.original.destinationId) ?? `${row.original.destinationId.slice(0, 8)}…`}</span> },
       { header: 'State', accessorKey: 'state', cell: ({ row }) => <span className={`badge delivery-${row.original.state}`}>{row.original.state}</span> },
@@ -327,13 +327,13 @@ export function NotificationsPage() {
       {
         header: 'Next attempt',
         accessorKey: 'nextAttemptAt',
-        cell: ({ row }) => (row.original.nextAttemptAt ? <span title={dateTime(row.original.nextAttemptAt)}>{dateTime(row.original.nextAttemptAt)}</span> : '—'),
+        cell: ({ row }) => (row.original.nextAttemptAt ? <span className="nowrap" title={dateTime(row.original.nextAttemptAt)}>{dateTime(row.original.nextAttemptAt)}</span> : '—'),
       },
-      { header: 'Queued', accessorKey: 'createdAt', cell: ({ row }) => <time dateTime={row.original.createdAt} title={dateTime(row.original.createdAt)}>{ago(row.original.createdAt)}</time> },
+      { header: 'Queued', accessorKey: 'createdAt', cell: ({ row }) => <time className="nowrap" dateTime={row.original.createdAt} title={dateTime(row.original.createdAt)}>{ago(row.original.createdAt)}</time> },
       {
         header: 'Delivered',
         accessorKey: 'deliveredAt',
-        cell: ({ row }) => (row.original.deliveredAt ? <time dateTime={row.original.deliveredAt} title={dateTime(row.original.deliveredAt)}>{ago(row.original.deliveredAt)}</time> : '—'),
+        cell: ({ row }) => (row.original.deliveredAt ? <time className="nowrap" dateTime={row.original.deliveredAt} title={dateTime(row.original.deliveredAt)}>{ago(row.original.deliveredAt)}</time> : '—'),
       },
     ],
     [names, hosts],
