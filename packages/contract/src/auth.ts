@@ -92,7 +92,7 @@ export const Member = z.object({
   role: Role,
   mustChangePassword: z.boolean().describe('True until the member replaces the one-time password at sign-in.'),
   createdAt: Timestamp.describe('When the user became a member of this organisation.'),
-  lastSignInAt: Timestamp.nullable().describe('The newest session of the member in this organisation that still exists; null when none.'),
+  lastSignInAt: Timestamp.nullable().describe('When the member last signed in to this organisation (recorded at sign-in; signing out or a session expiring does not erase it); null when never.'),
 });
 export type Member = z.infer<typeof Member>;
 

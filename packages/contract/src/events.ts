@@ -19,7 +19,7 @@ export const eventKindInfo = {
   'tls.expiring': {
     subject: 'certificate',
     severity: 'computed',
-    description: 'A certificate crossed an expiry threshold (30, 14, 7, 1 days, or expired). Severity: 30/14 days info, 7/1 days warning, expired critical.',
+    description: 'A certificate crossed an expiry threshold (30, 14, 7, 1 days, or expired). Only current certificates (not replaced on their endpoint, service not gone). Severity: 30/14 days info, 7/1 days warning, expired critical.',
     data: z.looseObject({
       thresholdDays: z.number().int(),
       expired: z.boolean(),

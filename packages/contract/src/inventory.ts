@@ -151,6 +151,20 @@ export const Service = z.object({
   updatedAt: Timestamp,
 });
 
+/**
+ * Whether a certificate is the one its endpoint presents now (issue 23). One definition, in the
+ * database view `certificate_states`, read by this list, the overview's and the metric's expiry
+ * counts and the `tls.expiring` alerts.
+ */
+export const certificateStates = ['current', 'replaced', 'gone'] as const;
+export const CertificateState = z
+  .enum(certificateStates)
+  .describe(
+    '`current`: the latest certificate seen on its endpoint (host, address and port) while the service on that port is there; ' +
+      '`replaced`: a newer certificate was seen on the same endpoint since; `gone`: the service on its port is gone (or closed). ' +
+      'Only current certificates are counted in the expiry windows and announced by `tls.expiring`.',
+  );
+
 export const Certificate = z.object({
   id: Uuid,
   hostId: Uuid,
@@ -162,6 +176,7 @@ export const Certificate = z.object({
   notAfter: Timestamp,
   fingerprint: z.string().describe('SHA-256 of the leaf certificate, hex.'),
   trustStatus: TrustStatus,
+  state: CertificateState,
   firstSeenAt: Timestamp,
   lastSeenAt: Timestamp,
   createdAt: Timestamp,
@@ -315,6 +330,13 @@ export const listQueries = {
     expiring: CertificateExpiryWindow.optional().describe(
       '`expired`: `notAfter` already past, whatever `trustStatus` said when the certificate was last seen; `1d`, `7d`, `14d`, `30d`: `notAfter` within that many days from now and not yet past (the windows of the metric `service_certificates_expiring`).',
     ),
+    current: z
+      .enum(['true', 'false'])
+      .optional()
+      .describe(
+        '`true`: only the certificates their endpoints present now (`state` `current`, what the overview counts and `tls.expiring` announces); ' +
+          '`false`: only the others (`replaced` or `gone`). Absent: every certificate ever seen, as before this filter existed.',
+      ),
   }),
   vulnerabilities: z.strictObject({ ...page, serviceId: Uuid.optional(), state: VulnerabilityState.optional(), severity: Severity.optional() }),
   snapshots: z.strictObject({

@@ -131,6 +131,14 @@ export const Delivery = z.object({
   id: Uuid,
   eventId: Uuid,
   eventKind: z.string(),
+  subject: z
+    .object({
+      type: z.string().describe('`host`, `certificate`, `vulnerability`, `daemon`, `scan_session`, `job`…'),
+      id: z.string(),
+      name: z.string().nullable().describe('What the event is about, named: a certificate\'s subject and endpoint, a CVE id, a daemon\'s name, a network, a job; for a host, null (name it by `hostId`).'),
+      hostId: Uuid.nullable().describe('The host the event concerns (the host itself, or the host of the certificate or finding); null for other subjects.'),
+    })
+    .describe('The event\'s subject, so a delivery says which host or certificate it concerns.'),
   destinationId: Uuid,
   state: DeliveryState,
   attempts: z.number().int(),

@@ -111,15 +111,15 @@ describe.skipIf(!haveChromium)('the web console in Chromium', () => {
     expect(await p.getByRole('button', { name: 'Reopen' }).count()).toBe(0);
     await shot(p, '08-vulnerabilities');
     await p.getByRole('button', { name: 'Acknowledge' }).click();
-    // The contract's 2000-character limit of a note, shown as it is typed; Confirm waits for it.
+    // The contract's 2000-character limit of a note, shown as it is typed; the dialog's button (named by its action) waits for it.
     const note = p.getByLabel('Note (optional)');
     await note.fill('x'.repeat(2001));
     await expect.poll(() => fieldError(note), POLL).toBe('at most 2000 characters');
-    expect(await p.getByRole('button', { name: 'Confirm' }).isDisabled()).toBe(true);
+    expect(await p.getByRole('button', { name: 'Acknowledge CVE-2024-6387' }).isDisabled()).toBe(true);
     await note.fill('patch window on Friday');
     await expect.poll(() => fieldError(note), POLL).toBeNull();
     await shot(p, '09-acknowledge-dialog');
-    await p.getByRole('button', { name: 'Confirm' }).click();
+    await p.getByRole('button', { name: 'Acknowledge CVE-2024-6387' }).click();
     await p.getByRole('button', { name: 'Reopen' }).waitFor();
     const row = await server.database.db.selectFrom('vulnerabilities').select(['state', 'note']).where('cve_id', '=', 'CVE-2024-6387').executeTakeFirstOrThrow();
     expect(row).toEqual({ state: 'acknowledged', note: 'patch window on Friday' });
@@ -145,7 +145,7 @@ describe.skipIf(!haveChromium)('the web console in Chromium', () => {
     const minted = await server.database.db.selectFrom('keys').select(['id', 'revoked_at']).where('name', '=', 'export-job').executeTakeFirstOrThrow();
     expect(minted.revoked_at).toBeNull();
     await p.getByRole('row').filter({ hasText: 'export-job' }).getByRole('button', { name: 'Revoke' }).click();
-    await p.getByRole('button', { name: 'Confirm' }).click();
+    await p.getByRole('button', { name: 'Revoke key' }).click();
     await expect.poll(async () => (await server.database.db.selectFrom('keys').select('revoked_at').where('id', '=', minted.id).executeTakeFirstOrThrow()).revoked_at, { timeout: 10_000 }).not.toBeNull();
     await shot(p, '12-keys');
   });

@@ -97,7 +97,7 @@ describe.skipIf(!haveChromium)('console gaps (#14) in Chromium', () => {
     const p = await ownerPage(c);
     await p.goto(`/networks/${network.id}`);
     await heading(p, 'the 511th');
-    await p.getByText('10.201.0.0/24').waitFor();
+    await p.getByText('10.201.0.0/24', { exact: true }).waitFor();
     const siteField = p.locator('dl.fields dt', { hasText: /^Site$/ }).locator('xpath=following-sibling::dd[1]');
     await expect.poll(() => siteField.textContent(), POLL).toBe('Far away');
     await shot(p, 'gaps-04-network-past-500');

@@ -131,7 +131,7 @@ describe.skipIf(!haveChromium)('the console with the keyboard only', () => {
       inside.push(await focused(p));
     }
     expect(inside.every((f) => f.inDialog && f.ring)).toBe(true);
-    expect(new Set(inside.map((f) => f.name))).toEqual(new Set(['Confirm', 'Cancel']));
+    expect(new Set(inside.map((f) => f.name))).toEqual(new Set(['Revoke key', 'Cancel']));
     await p.keyboard.press('Shift+Tab');
     expect((await focused(p)).inDialog).toBe(true);
     await shot(p, 'keyboard-04-revoke-dialog');
@@ -139,11 +139,11 @@ describe.skipIf(!haveChromium)('the console with the keyboard only', () => {
     await dialog.waitFor({ state: 'detached' });
     await expect.poll(async () => (await focused(p)).name, POLL).toBe(revoke);
 
-    // Again, confirming with Enter on Confirm: the key is revoked; focus goes to the main region (its button is gone).
+    // Again, confirming with Enter on Revoke key: the key is revoked; focus goes to the main region (its button is gone).
     await p.keyboard.press('Enter');
     await dialog.waitFor();
     await expect.poll(async () => (await focused(p)).inDialog, POLL).toBe(true);
-    await tabTo(p, 'Confirm', { max: 3 });
+    await tabTo(p, 'Revoke key', { max: 3 });
     await p.keyboard.press('Enter');
     await dialog.waitFor({ state: 'detached' });
     await p.getByRole('row').filter({ hasText: 'keyboard-only' }).getByText(/revoked/).waitFor();

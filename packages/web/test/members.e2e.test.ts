@@ -65,10 +65,30 @@ describe.skipIf(!haveChromium)('members in Chromium', () => {
     await p.reload();
     await heading(p, 'Members');
     expect(await row.textContent()).toContain('no'); // password changed
-    const patched = p.waitForResponse((r) => r.url().includes('/api/v1/admin/members/') && r.request().method() === 'PATCH');
+    // The last sign-in is the editor's, a moment ago (not "never").
+    expect(await row.getByRole('cell').nth(4).textContent()).toMatch(/s ago|min ago|just now/);
+    // Choosing a role asks first, in a dialog named by the action; nothing is sent until it is confirmed.
+    let sent = 0;
+    p.on('request', (r) => void (r.url().includes('/api/v1/admin/members/') && r.method() === 'PATCH' && sent++));
     await row.getByLabel(`Role of ${email}`).selectOption('admin');
+    const change = p.getByRole('dialog', { name: `Change the role of ${email}?` });
+    await change.waitFor();
+    expect(await change.textContent()).toContain('editor → admin');
+    expect(sent).toBe(0);
+    await shot(p, 'members-01b-role-change-dialog');
+    // Cancel keeps the role.
+    await change.getByRole('button', { name: 'Cancel' }).click();
+    await change.waitFor({ state: 'detached' });
+    expect(await row.getByLabel(`Role of ${email}`).inputValue()).toBe('editor');
+    expect(sent).toBe(0);
+    await row.getByLabel(`Role of ${email}`).selectOption('admin');
+    const patched = p.waitForResponse((r) => r.url().includes('/api/v1/admin/members/') && r.request().method() === 'PATCH');
+    await change.getByRole('button', { name: 'Make admin' }).click();
     expect((await patched).status()).toBe(200);
     await expect.poll(() => row.getByLabel(`Role of ${email}`).inputValue(), POLL).toBe('admin');
+    // Acknowledged: what changed, from what.
+    await p.getByRole('status').filter({ hasText: `${email} is now an admin (was editor).` }).waitFor();
+    await shot(p, 'members-01c-role-changed');
     await q.reload();
     await nav(q, 'Members').waitFor();
     await nav(q, 'Members').click();
@@ -82,18 +102,22 @@ describe.skipIf(!haveChromium)('members in Chromium', () => {
 
     // The owner tries to demote themself, the last owner: refused, the detail shown, the role kept.
     await p.getByLabel(`Role of ${c.owner.email}`).selectOption('admin');
-    const refusal = p.getByRole('alert').filter({ hasText: 'last owner' });
+    const demote = p.getByRole('dialog', { name: `Change the role of ${c.owner.email}?` });
+    await demote.getByRole('button', { name: 'Make admin' }).click();
+    const refusal = demote.getByRole('alert').filter({ hasText: 'last owner' });
     await refusal.waitFor();
     expect(await refusal.textContent()).toContain(`${c.owner.email} is the organisation's last owner`);
-    await expect.poll(() => p.getByLabel(`Role of ${c.owner.email}`).inputValue(), POLL).toBe('owner');
     await shot(p, 'members-04-last-owner-refused');
+    await demote.getByRole('button', { name: 'Cancel' }).click();
+    await demote.waitFor({ state: 'detached' });
+    await expect.poll(() => p.getByLabel(`Role of ${c.owner.email}`).inputValue(), POLL).toBe('owner');
 
     // Remove the member (confirmed in a dialog): gone from the table.
     await row.getByRole('button', { name: `Remove ${email}` }).click();
     const dialog = p.getByRole('dialog', { name: `Remove ${email}?` });
     await dialog.waitFor();
     await shot(p, 'members-05-remove-dialog');
-    await dialog.getByRole('button', { name: 'Remove' }).click();
+    await dialog.getByRole('button', { name: 'Remove member' }).click();
     await row.waitFor({ state: 'detached' });
     await shot(p, 'members-06-removed');
 

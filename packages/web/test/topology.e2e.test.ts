@@ -161,7 +161,7 @@ describe.skipIf(!haveChromium)('topology views in Chromium', () => {
   it('shows the application view and filters it by service', async () => {
     const p = await viewPage('Application dependencies (lab)');
     await p.getByRole('img', { name: /^Application dependencies \(lab\): 2 nodes, 1 edge shown$/ }).waitFor();
-    await p.getByLabel('Service').selectOption('https');
+    await p.getByLabel('Service', { exact: true }).selectOption('https');
     await p.getByRole('img', { name: /^Application dependencies \(lab\): 2 nodes, 1 edge shown$/ }).waitFor();
     await shot(p, 'topology-07-application');
   });

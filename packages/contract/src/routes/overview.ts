@@ -15,7 +15,7 @@ export const Overview = z.object({
   lastSnapshotAt: Timestamp.nullable().describe('When the latest snapshot was captured; null when none was.'),
   lastSnapshotAgeSeconds: Seconds.nullable(),
   advisoryFeed: z.object({ confirmedAt: Timestamp, ageSeconds: Seconds }).nullable().describe('When the advisory mirror last changed or was confirmed current; null while it holds no advisory.'),
-  certificatesExpiring: z.object({ expired: Count, '1d': Count, '7d': Count, '14d': Count, '30d': Count }).describe('Certificates whose notAfter falls within the window (cumulative, not yet expired); expired: already past.'),
+  certificatesExpiring: z.object({ expired: Count, '1d': Count, '7d': Count, '14d': Count, '30d': Count }).describe('Current certificates (state `current`: presented on their endpoint now) whose notAfter falls within the window (cumulative, not yet expired); expired: already past. Replaced ones and those whose service is gone are not counted.'),
 });
 export type Overview = z.infer<typeof Overview>;
 

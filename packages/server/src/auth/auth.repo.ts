@@ -78,6 +78,11 @@ export async function insertSession(
     .executeTakeFirstOrThrow();
 }
 
+/** Records a sign-in on the membership it opened (Settings → Members shows it; sessions come and go). */
+export async function recordSignIn(db: Kysely<DB>, organisationId: string, userId: string): Promise<void> {
+  await db.updateTable('memberships').set({ last_sign_in_at: sql`now()` }).where('organisation_id', '=', organisationId).where('user_id', '=', userId).execute();
+}
+
 export async function deleteSession(db: Kysely<DB>, id: string): Promise<void> {
   await db.deleteFrom('sessions').where('id', '=', id).execute();
 }

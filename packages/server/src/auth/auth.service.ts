@@ -82,6 +82,7 @@ export async function login(
   const created = await db.transaction().execute(async (trx) => {
     await repo.deleteExpiredSessions(trx, user.id);
     const s = await repo.insertSession(trx, { tokenHash: hashToken(token), csrfToken, userId: user.id, organisationId: m.organisation_id, ttlHours: input.ttlHours });
+    await repo.recordSignIn(trx, m.organisation_id, user.id);
     await recordAudit(trx, { type: 'session', userId: user.id, requestId: input.requestId }, { organisationId: m.organisation_id, action: 'auth.login', targetType: 'user', targetId: user.id });
     return s;
   });

@@ -27,6 +27,7 @@ export interface MembershipsTable {
   role: string;
   created_at: Timestamp;
   updated_at: Timestamp;
+  last_sign_in_at: NullableTimestamp;
 }
 
 export type KeyKind = 'api' | 'daemon' | 'metrics' | 'scim';

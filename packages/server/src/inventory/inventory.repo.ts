@@ -183,12 +183,24 @@ export async function countServices(db: Kysely<DB>, organisationId: string, f: S
 /** `expired`: notAfter past; a window of days: notAfter within it and not yet past (the overview's and the metric's definition). */
 export type ExpiryWindow = { kind: 'expired'; now: Date } | { kind: 'within'; now: Date; days: number };
 
-export function listCertificates(db: Kysely<DB>, p: PageArgs, f: { hostId?: string | undefined; trustStatus?: string | undefined; expiring?: ExpiryWindow | undefined }) {
+/**
+ * A certificate's state (`current`, `replaced`, `gone`) as the view `certificate_states` defines
+ * it (migration 0024): the one definition the list, the overview, the metric and the alerts read.
+ */
+const certificateState = sql<'current' | 'replaced' | 'gone'>`(select cs.state from certificate_states cs where cs.organisation_id = certificates.organisation_id and cs.id = certificates.id)`;
+
+export function listCertificates(
+  db: Kysely<DB>,
+  p: PageArgs,
+  f: { hostId?: string | undefined; trustStatus?: string | undefined; expiring?: ExpiryWindow | undefined; current?: boolean | undefined },
+) {
   let q = db.selectFrom('certificates').select([
     'id', 'seq', 'host_id', 'port', 'subject', 'issuer', 'sha256', 'trust_status',
     iso('not_before'), iso('not_after'), iso('first_seen_at'), iso('last_seen_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'),
+    certificateState.as('state'),
   ]);
   if (f.hostId) q = q.where('host_id', '=', f.hostId);
+  if (f.current !== undefined) q = q.where(f.current ? sql<boolean>`${certificateState} = 'current'` : sql<boolean>`${certificateState} <> 'current'`);
   if (f.trustStatus) q = q.where('trust_status', '=', f.trustStatus);
   const e = f.expiring;
   if (e?.kind === 'expired') q = q.where(sql<boolean>`not_after <= ${e.now}`);

@@ -91,6 +91,7 @@ const toCertificate = (r: Row<typeof repo.listCertificates>) => ({
   notAfter: r.not_after,
   fingerprint: r.sha256,
   trustStatus: r.trust_status as 'trusted',
+  state: r.state,
   firstSeenAt: r.first_seen_at,
   lastSeenAt: r.last_seen_at,
   createdAt: r.created_at,
@@ -148,7 +149,13 @@ const listers: { [N in CollectionName]: (db: Kysely<DB>, p: repo.PageArgs, q: Qu
     })),
   services: async (db, p, q) => (await repo.listServices(db, p, q)).map((r) => ({ seq: r.seq, item: toService(r) })),
   certificates: async (db, p, q) =>
-    (await repo.listCertificates(db, p, { ...q, expiring: q.expiring === undefined ? undefined : expiryWindow(q.expiring, new Date()) })).map((r) => ({ seq: r.seq, item: toCertificate(r) })),
+    (
+      await repo.listCertificates(db, p, {
+        ...q,
+        expiring: q.expiring === undefined ? undefined : expiryWindow(q.expiring, new Date()),
+        current: q.current === undefined ? undefined : q.current === 'true',
+      })
+    ).map((r) => ({ seq: r.seq, item: toCertificate(r) })),
   vulnerabilities: async (db, p, q) => (await repo.listVulnerabilities(db, p, q)).map((r) => ({ seq: r.seq, item: toVulnerability(r) })),
   snapshots: async (db, p, q) => (await repo.listSnapshots(db, p, q)).map((r) => ({ seq: r.seq, item: toSnapshot(r) })),
   topologies: async (db, p, q) => (await repo.listTopologies(db, p, q)).map((r) => ({ seq: r.seq, item: toTopology(r) })),

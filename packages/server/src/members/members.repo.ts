@@ -16,18 +16,13 @@ function members(db: Db, organisationId: string) {
   return db
     .selectFrom('memberships as m')
     .innerJoin('users as u', 'u.id', 'm.user_id')
-    .select((eb) => [
+    .select([
       'm.user_id',
       'u.email',
       'm.role',
       'u.must_change_password',
       'm.created_at',
-      eb
-        .selectFrom('sessions as s')
-        .select((e) => e.fn.max('s.created_at').as('x'))
-        .whereRef('s.organisation_id', '=', 'm.organisation_id')
-        .whereRef('s.user_id', '=', 'm.user_id')
-        .as('last_sign_in_at'),
+      'm.last_sign_in_at',
     ])
     .where('m.organisation_id', '=', organisationId);
 }

@@ -9,8 +9,9 @@ export const EXPIRY_THRESHOLDS_DAYS = [30, 14, 7, 1, 0] as const;
  * Emits `tls.expiring` for the organisation's certificates that crossed a threshold not yet
  * announced, once per certificate and threshold. A certificate first seen past several thresholds
  * (e.g. 5 days left) is announced once, at the smallest one crossed (7), and the larger ones count
- * as announced: one alert, not three. Only certificates still in service are considered: one
- * replaced by a later certificate on the same host and port is not announced.
+ * as announced: one alert, not three. Only current certificates are considered (view
+ * `certificate_states`, the overview's definition): one replaced by a later certificate on the
+ * same endpoint, or whose service is gone, is not announced.
  * Severity: 30 and 14 days info, 7 and 1 warning, expired critical.
  */
 export async function announceExpiringCertificates(db: Kysely<DB>, organisationId: string, at: Date): Promise<{ announced: number }> {
@@ -21,9 +22,7 @@ export async function announceExpiringCertificates(db: Kysely<DB>, organisationI
       from certificates c
       where c.organisation_id = ${organisationId} and c.not_after <= ${at}::timestamptz + make_interval(days => ${EXPIRY_THRESHOLDS_DAYS[0]})
         and (c.expiry_notified_days is null or c.expiry_notified_days > 0)
-        and not exists (select 1 from certificates n
-                        where n.organisation_id = c.organisation_id and n.host_id = c.host_id and coalesce(n.port, -1) = coalesce(c.port, -1)
-                          and n.last_seen_at > c.last_seen_at)
+        and exists (select 1 from certificate_states cs where cs.organisation_id = c.organisation_id and cs.id = c.id and cs.state = 'current')
     ), due as (
       select * from candidates where expiry_notified_days is null or threshold < expiry_notified_days
     ), marked as (

@@ -143,13 +143,38 @@ export function notifyDeliver(opts: DeliverOptions): JobDefinition {
 }
 
 /** Recent deliveries of the organisation with their attempts, newest first (Settings → Notifications). */
+/**
+ * An event's subject named from what the event recorded (its `data` outlives a deleted
+ * certificate or finding): a certificate's subject and endpoint, a CVE id, a daemon, the network
+ * a scan covered, a job. A host is named by the console from `hostId`.
+ */
+const subjectName = sql<string | null>`case e.subject_type
+  when 'certificate' then concat_ws(' on ', e.data->>'subject', nullif(concat_ws(':', e.data->>'address', e.data->>'port'), ''))
+  when 'vulnerability' then e.data->>'cveId'
+  when 'daemon' then e.data->>'name'
+  when 'job' then e.data->>'job'
+  when 'scan_session' then coalesce(
+    (select coalesce(n.name, n.cidr::text) from scan_sessions ss join networks n on n.organisation_id = ss.organisation_id and n.id = ss.network_id
+     where ss.organisation_id = e.organisation_id and ss.id::text = e.subject_id),
+    e.data->>'cidr')
+  when 'notification_destination' then e.data->>'name'
+end`;
+
+/** The host an event concerns: the host itself, or the host of the certificate or finding. */
+const subjectHost = sql<string | null>`case e.subject_type
+  when 'host' then e.subject_id::uuid
+  when 'certificate' then (e.data->>'hostId')::uuid
+  when 'vulnerability' then (e.data->>'hostId')::uuid
+end`;
+
 export async function listDeliveries(db: Kysely<DB>, organisationId: string, f: { state?: string | undefined; destinationId?: string | undefined; limit: number }) {
   const r = await sql<{
-    id: string; event_id: string; event_kind: string; destination_id: string; state: 'pending' | 'delivered' | 'dead'; attempts: number; next_attempt_at: string | null;
+    id: string; event_id: string; event_kind: string; subject_type: string; subject_id: string; subject_name: string | null; subject_host_id: string | null; destination_id: string; state: 'pending' | 'delivered' | 'dead'; attempts: number; next_attempt_at: string | null;
     last_status: number | null; last_error: string | null; created_at: string; delivered_at: string | null;
     attempt_log: { attempt: number; at: string; durationMs: number; statusCode: number | null; error: string | null }[];
   }>`
-    select d.id, d.event_id, e.kind as event_kind, d.destination_id, d.state, d.attempts,
+    select d.id, d.event_id, e.kind as event_kind, e.subject_type, e.subject_id, d.destination_id, d.state, d.attempts,
+      ${subjectName} as subject_name, ${subjectHost} as subject_host_id,
       case when d.state = 'pending' then ${rfc3339('d.next_attempt_at')} end as next_attempt_at, d.last_status, d.last_error,
       ${rfc3339('d.created_at')} as created_at, ${rfc3339('d.delivered_at')} as delivered_at,
       coalesce((select json_agg(json_build_object('attempt', a.attempt, 'at', ${rfc3339('a.attempted_at')}, 'durationMs', a.duration_ms, 'statusCode', a.status_code, 'error', a.error) order by a.attempt)
@@ -161,7 +186,8 @@ export async function listDeliveries(db: Kysely<DB>, organisationId: string, f: 
     order by d.created_at desc, d.id
     limit ${f.limit}`.execute(db);
   return r.rows.map((d) => ({
-    id: d.id, eventId: d.event_id, eventKind: d.event_kind, destinationId: d.destination_id, state: d.state, attempts: d.attempts, nextAttemptAt: d.next_attempt_at,
+    id: d.id, eventId: d.event_id, eventKind: d.event_kind,
+    subject: { type: d.subject_type, id: d.subject_id, name: d.subject_name, hostId: d.subject_host_id }, destinationId: d.destination_id, state: d.state, attempts: d.attempts, nextAttemptAt: d.next_attempt_at,
     lastStatus: d.last_status, lastError: d.last_error, createdAt: d.created_at, deliveredAt: d.delivered_at, attemptLog: d.attempt_log,
   }));
 }

@@ -9,6 +9,7 @@ import {
 } from '@surveyor/contract';
 import { type Kysely, sql } from 'kysely';
 import { z } from 'zod';
+import { type Actor, recordAudit } from '../audit/audit.repo.js';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
 import { decryptSecret, encryptSecret } from '../crypto/secrets.js';
@@ -86,26 +87,40 @@ function duplicateName(e: unknown): never {
   throw e;
 }
 
-export async function createDestination(db: Kysely<DB>, key: Buffer, organisationId: string, input: z.output<typeof CreateDestinationRequest>) {
+/** Who changed a destination: the audit row's actor, and the organisation it belongs to. */
+type OrgActor = Actor & { organisationId: string };
+
+/** What an audit row says of a destination: never its configuration (secrets). */
+const audited = (d: { name: string; kind: string; enabled: boolean; events: string[]; minSeverity: string }) => ({
+  name: d.name, kind: d.kind, enabled: d.enabled, events: d.events, minSeverity: d.minSeverity,
+});
+
+export async function createDestination(db: Kysely<DB>, key: Buffer, actor: OrgActor, input: z.output<typeof CreateDestinationRequest>) {
+  const organisationId = actor.organisationId;
   let generated: string | undefined;
   const settings = { kind: input.kind, config: { ...input.config } } as DestinationConfig;
   if (settings.kind === 'webhook' && !settings.config.secret) settings.config.secret = generated = randomBytes(32).toString('base64url');
   const id = randomUUID();
-  const row = await sql<Row>`
-    insert into notification_destinations (organisation_id, id, name, kind, enabled, event_kinds, min_severity, target, config_sealed)
-    values (${organisationId}, ${id}, ${input.name}, ${input.kind}, ${input.enabled ?? true}, ${input.events ?? [...defaultDestinationEvents]}::text[],
-            ${input.minSeverity ?? 'info'}, ${targetOf(settings)}, ${encryptSecret(key, JSON.stringify(settings.config), context(organisationId, id))})
-    returning ${columns}`
-    .execute(db)
-    .catch(duplicateName);
-  return { ...view(row.rows[0]!), ...(generated ? { signingSecret: generated } : {}) };
+  return db.transaction().execute(async (trx) => {
+    const row = await sql<Row>`
+      insert into notification_destinations (organisation_id, id, name, kind, enabled, event_kinds, min_severity, target, config_sealed)
+      values (${organisationId}, ${id}, ${input.name}, ${input.kind}, ${input.enabled ?? true}, ${input.events ?? [...defaultDestinationEvents]}::text[],
+              ${input.minSeverity ?? 'info'}, ${targetOf(settings)}, ${encryptSecret(key, JSON.stringify(settings.config), context(organisationId, id))})
+      returning ${columns}`
+      .execute(trx)
+      .catch(duplicateName);
+    const created = view(row.rows[0]!);
+    await recordAudit(trx, actor, { organisationId, action: 'notification_destination.created', targetType: 'notification_destination', targetId: id, changes: audited(created) });
+    return { ...created, ...(generated ? { signingSecret: generated } : {}) };
+  });
 }
 
 /**
  * Changes a destination. `config` replaces the settings of its kind, validated as on create;
  * a secret it leaves out (webhook secret, SMTP password) keeps its stored value.
  */
-export async function updateDestination(db: Kysely<DB>, key: Buffer, organisationId: string, id: string, input: z.output<typeof UpdateDestinationRequest>) {
+export async function updateDestination(db: Kysely<DB>, key: Buffer, actor: OrgActor, id: string, input: z.output<typeof UpdateDestinationRequest>) {
+  const organisationId = actor.organisationId;
   return db.transaction().execute(async (trx) => {
     const row = await find(trx, organisationId, id);
     let sealed = row.config_sealed;
@@ -131,13 +146,24 @@ export async function updateDestination(db: Kysely<DB>, key: Buffer, organisatio
       returning ${columns}`
       .execute(trx)
       .catch(duplicateName);
+    const before = audited(view(row));
+    const after = audited(view(r.rows[0]!));
+    const changes: Record<string, unknown> = Object.fromEntries(
+      Object.entries(after).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify(before[k as keyof typeof before])).map(([k, v]) => [k, { from: before[k as keyof typeof before], to: v }]),
+    );
+    if (input.config) changes.config = 'changed';
+    await recordAudit(trx, actor, { organisationId, action: 'notification_destination.updated', targetType: 'notification_destination', targetId: id, changes });
     return view(r.rows[0]!);
   });
 }
 
-export async function deleteDestination(db: Kysely<DB>, organisationId: string, id: string): Promise<void> {
-  const r = await sql`delete from notification_destinations where organisation_id = ${organisationId} and id = ${id}`.execute(db);
-  if (Number(r.numAffectedRows ?? 0) === 0) throw new AppError('not_found', 'No such notification destination.');
+export async function deleteDestination(db: Kysely<DB>, actor: OrgActor, id: string): Promise<void> {
+  const organisationId = actor.organisationId;
+  await db.transaction().execute(async (trx) => {
+    const r = await sql<{ name: string }>`delete from notification_destinations where organisation_id = ${organisationId} and id = ${id} returning name`.execute(trx);
+    if (r.rows.length === 0) throw new AppError('not_found', 'No such notification destination.');
+    await recordAudit(trx, actor, { organisationId, action: 'notification_destination.deleted', targetType: 'notification_destination', targetId: id, changes: { name: r.rows[0]!.name } });
+  });
 }
 
 /**

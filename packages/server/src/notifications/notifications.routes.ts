@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { eventsBefore, eventsSince } from '../events/events.js';
-import { sessionPrincipal } from '../http/principals.js';
+import { keyActor, sessionPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
 import { listDeliveries } from './deliver.js';
 import * as destinations from './destinations.js';
@@ -27,12 +27,12 @@ export function registerNotificationRoutes(app: FastifyInstance, deps: { db: Kys
 
   addRoute(app, routes.listDestinations, async (request) => ({ data: await destinations.listDestinations(db, org(request)) }));
 
-  addRoute(app, routes.createDestination, async (request, reply) => reply.code(201).send(await destinations.createDestination(db, secretKey, org(request), request.body)));
+  addRoute(app, routes.createDestination, async (request, reply) => reply.code(201).send(await destinations.createDestination(db, secretKey, keyActor(request), request.body)));
 
-  addRoute(app, routes.updateDestination, async (request) => destinations.updateDestination(db, secretKey, org(request), request.params.id, request.body));
+  addRoute(app, routes.updateDestination, async (request) => destinations.updateDestination(db, secretKey, keyActor(request), request.params.id, request.body));
 
   addRoute(app, routes.deleteDestination, async (request, reply) => {
-    await destinations.deleteDestination(db, org(request), request.params.id);
+    await destinations.deleteDestination(db, keyActor(request), request.params.id);
     return reply.code(204).send();
   });
 

@@ -1,11 +1,10 @@
-import type { HostTopology } from '@surveyor/contract';
+import { type HostTopology, formatBytes } from '@surveyor/contract';
 
 /** Peers drawn on each side; the rest are counted in the legend. */
 export const MAX_DRAWN = 15;
 
 /** Text escaped for SVG and HTML (attributes included). */
 export const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
-const human = (n: number) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} kB` : `${n} B`);
 const label = (p: HostTopology['inbound'][number]) => `${p.hostname ?? p.address}${p.hostId ? '' : ' (unknown)'}`;
 
 /**
@@ -26,7 +25,7 @@ export function topologySvg(t: HostTopology, hostLabel: string): string {
     peers
       .map((p, i) => {
         const y = top + i * rowH + rowH / 2;
-        const text = `${label(p)} · ${p.ports.slice(0, 4).join(',')}${p.ports.length > 4 ? '…' : ''} · ${human(p.bytes)}`;
+        const text = `${label(p)} · ${p.ports.slice(0, 4).join(',')}${p.ports.length > 4 ? '…' : ''} · ${formatBytes(p.bytes)}`;
         return `<line x1="${edgeX}" y1="${y}" x2="${anchor === 'end' ? cx - 110 : cx + 110}" y2="${cy}" stroke="#9aa5b1" stroke-width="1.2"/>` +
           `<circle cx="${edgeX}" cy="${y}" r="5" fill="${p.hostId ? '#2f6fde' : '#b0b7c3'}"/>` +
           `<text x="${x}" y="${y + 4}" text-anchor="${anchor}">${esc(text)}</text>`;

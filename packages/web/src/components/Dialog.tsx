@@ -4,7 +4,8 @@ import { returnFocus, trapTab } from './focus';
 interface Props {
   title: string;
   children?: ReactNode;
-  confirmLabel?: string;
+  /** The confirming button, named by its action ("Delete network", "Make editor"): never "OK", "Confirm" or "Yes". */
+  confirmLabel: string;
   /** The dismissing button's label (default Cancel). */
   cancelLabel?: string;
   busy?: boolean;
@@ -15,12 +16,12 @@ interface Props {
 }
 
 /**
- * A modal `<dialog>` with "Confirm" and "Cancel". Opening moves focus into it (its first field, or
+ * A modal `<dialog>` with a button named by its action and "Cancel". Opening moves focus into it (its first field, or
  * Confirm; Cancel for a `danger` dialog); Tab and Shift+Tab go round inside it; Escape cancels; closing gives focus back to the
  * control that opened it (or to the page's main region when that control is gone). Used to confirm
  * a revocation and to ask for a finding's optional note.
  */
-export function Dialog({ title, children, confirmLabel = 'Confirm', cancelLabel = 'Cancel', busy, danger, onConfirm, onCancel }: Props) {
+export function Dialog({ title, children, confirmLabel, cancelLabel = 'Cancel', busy, danger, onConfirm, onCancel }: Props) {
   const ref = useRef<HTMLDialogElement>(null);
   const cancelRef = useRef<HTMLButtonElement>(null);
   const titleId = useId();

@@ -1,4 +1,4 @@
-import type { CertificateExpiryWindow, TrustStatus } from '@surveyor/contract';
+import type { CertificateExpiryWindow, CertificateState, TrustStatus } from '@surveyor/contract';
 import type { z } from 'zod';
 import { daysLeft } from '../lib/format';
 
@@ -28,4 +28,12 @@ export function DaysLeft({ notAfter }: { notAfter: string }) {
   const d = daysLeft(notAfter);
   const tone = d < 0 ? 'days-expired' : d <= 30 ? 'days-soon' : undefined;
   return <span className={`num ${tone ?? ''}`} title={d < 0 ? `expired ${-d} days ago` : undefined}>{d}</span>;
+}
+
+export const certificateStateLabels: Record<z.infer<typeof CertificateState>, string> = { current: 'In use', replaced: 'Replaced', gone: 'Service gone' };
+
+/** A certificate no longer presented says so (word and colour); a current one shows nothing. */
+export function CertificateStateBadge({ state }: { state: z.infer<typeof CertificateState> }) {
+  if (state === 'current') return null;
+  return <span className={`badge cert-${state}`} title={state === 'replaced' ? 'A newer certificate was seen on the same address and port.' : 'The service on this port is gone.'}>{certificateStateLabels[state]}</span>;
 }

@@ -1,3 +1,5 @@
+import { formatBytes, productLabel } from '@surveyor/contract';
+
 /** "3 min ago", "2 h ago", "5 d ago" (with the full time in a title). */
 export function ago(iso: string | null | undefined, now = Date.now()): string {
   if (!iso) return '—';
@@ -29,12 +31,20 @@ export function duration(ms: number | null | undefined): string {
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
-/** "vendor product version" from a CPE 2.3 name. */
+/** "product version" from a CPE 2.3 name, as `product` says a service (the vendor is not repeated). */
 export function cpeLabel(cpe: string | null | undefined): string {
   if (!cpe) return '—';
   const parts = cpe.split(':');
-  const [vendor, product, version] = [parts[3], parts[4], parts[5]];
-  return [vendor, product, version && version !== '*' && version !== '-' ? version : undefined].filter(Boolean).join(' ') || cpe;
+  const [vendor, name, version] = [parts[3], parts[4], parts[5]];
+  return productLabel({ product: name ?? null, vendor: vendor ?? null, version: version && version !== '*' && version !== '-' ? version : null }) ?? cpe;
+}
+
+/**
+ * A service's product and version as every screen says it: "OpenSSH 9.2p1", never
+ * "openbsd OpenSSH 9.2p1" (the contract's `productLabel`); "—" when neither is known.
+ */
+export function product(s: { product?: string | null | undefined; version?: string | null | undefined; vendor?: string | null | undefined }): string {
+  return productLabel(s) ?? '—';
 }
 
 /** A count read from a first page of at most `limit`: "500+" when there is more. */
@@ -73,10 +83,5 @@ export function daysLeft(iso: string, now = Date.now()): number {
   return Math.floor((Date.parse(iso) - now) / 86_400_000);
 }
 
-/** A byte count: "512 B", "3.4 KiB", "1.2 MiB". */
-export function bytes(n: number | null | undefined): string {
-  if (n === null || n === undefined) return '—';
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
-}
+/** A byte count in binary units, the one unit of the console and the server's drawings: "512 B", "3.4 KiB", "1.2 MiB", "7.0 GiB". */
+export const bytes = formatBytes;

@@ -39,6 +39,7 @@ function DialogPage({ onConfirm }: { onConfirm: () => void }) {
       {open && (
         <Dialog
           title="Revoke key?"
+          confirmLabel="Revoke key"
           onConfirm={() => {
             onConfirm();
             setOpener(false);
@@ -85,7 +86,7 @@ describe('Dialog', () => {
     const confirmed = vi.fn();
     render(<DialogPage onConfirm={confirmed} />);
     fireEvent.click(screen.getByRole('button', { name: 'Revoke' }));
-    fireEvent.click(screen.getByRole('button', { name: 'Confirm' }));
+    fireEvent.click(screen.getByRole('button', { name: 'Revoke key' }));
     expect(confirmed).toHaveBeenCalledTimes(1);
     expect(screen.queryByRole('dialog')).toBeNull();
     expect(screen.queryByRole('button', { name: 'Revoke' })).toBeNull();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ago, bytes, countOf, cpeLabel, daysLeft, duration, every, plural, seconds } from '../../src/lib/format';
+import { ago, bytes, countOf, cpeLabel, daysLeft, duration, every, plural, product, seconds } from '../../src/lib/format';
 
 // The console's short texts for times, sizes and counts, at their boundaries.
 
@@ -34,12 +34,22 @@ describe('format', () => {
   });
 
   it('bytes, plural, countOf and cpeLabel', () => {
-    expect([null, 0, 1023, 1024, 3_500_000].map(bytes)).toEqual(['—', '0 B', '1023 B', '1.0 KiB', '3.3 MiB']);
+    // One unit everywhere (the server's SVG too): binary, IEC.
+    expect([null, 0, 1023, 1024, 3_500_000, 7.5 * 2 ** 30, 3 * 2 ** 40].map(bytes)).toEqual(['—', '0 B', '1023 B', '1.0 KiB', '3.3 MiB', '7.5 GiB', '3.0 TiB']);
     expect([plural(1, 'host'), plural(2, 'host'), plural(0, 'daemon'), plural(2, 'match', 'matches')]).toEqual(['1 host', '2 hosts', '0 daemons', '2 matches']);
     expect([countOf(undefined), countOf({ data: [1, 2], hasMore: false }), countOf({ data: [1, 2], hasMore: true })]).toEqual(['…', '2', '2+']);
-    expect(cpeLabel('cpe:2.3:a:openbsd:openssh:9.2p1:*:*:*:*:*:*:*')).toBe('openbsd openssh 9.2p1');
-    expect(cpeLabel('cpe:2.3:a:f5:nginx:*:*:*:*:*:*:*:*')).toBe('f5 nginx');
+    // The vendor is not repeated before the product.
+    expect(cpeLabel('cpe:2.3:a:openbsd:openssh:9.2p1:*:*:*:*:*:*:*')).toBe('openssh 9.2p1');
+    expect(cpeLabel('cpe:2.3:a:f5:nginx:*:*:*:*:*:*:*:*')).toBe('nginx');
     expect(cpeLabel('not-a-cpe')).toBe('not-a-cpe');
     expect(cpeLabel(null)).toBe('—');
+  });
+
+  it('product: the product and version, never the vendor before it', () => {
+    expect(product({ vendor: 'openbsd', product: 'OpenSSH', version: '9.2p1' })).toBe('OpenSSH 9.2p1');
+    expect(product({ vendor: 'OpenBSD', product: 'OpenBSD OpenSSH', version: '9.2p1' })).toBe('OpenSSH 9.2p1');
+    expect(product({ vendor: 'Apache', product: 'Apache httpd 2.4.58', version: '2.4.58' })).toBe('httpd 2.4.58');
+    expect(product({ vendor: 'f5', product: 'nginx', version: null })).toBe('nginx');
+    expect(product({ vendor: 'f5', product: null, version: null })).toBe('—');
   });
 });

@@ -4,6 +4,7 @@ import { useEffect, useMemo, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { DataTable } from '../../components/DataTable';
 import { ErrorAlert } from '../../components/ErrorAlert';
+import { RoleGate } from '../../components/RoleGate';
 import { ViewTabs } from '../../components/ViewTabs';
 import { ago, dateTime } from '../../lib/format';
 import { usePageTitle } from '../../lib/usePageTitle';
@@ -63,7 +64,16 @@ function useDebounced(value: string, apply: (v: string) => void) {
   }, [value]);
 }
 
+/** Settings → Activity (admins and owners). */
 export function ActivityPage() {
+  return (
+    <RoleGate min="admin" title="Activity" why="The event log and the audit trail are for admins and owners of the organisation.">
+      <ActivityScreen />
+    </RoleGate>
+  );
+}
+
+function ActivityScreen() {
   usePageTitle('Activity');
   const [params, setParams] = useSearchParams();
   const view = params.get('view') === 'audit' ? 'audit' : 'events';

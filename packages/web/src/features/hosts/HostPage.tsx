@@ -7,7 +7,7 @@ import { HostLayers } from './components/HostLayers';
 import { HostStatus } from './components/HostStatus';
 import { HostTopology } from './components/HostTopology';
 import { VulnerabilityTable } from '../../components/VulnerabilityTable';
-import { ago, dateTime } from '../../lib/format';
+import { ago, dateTime, product } from '../../lib/format';
 import { usePage, useSiteNames } from '../../lib/queries';
 import { useHost, useHostTopology, useServiceFindings } from './api';
 import type { Certificate, HostTopology as Topology, Service } from '../../lib/types';
@@ -23,7 +23,7 @@ const serviceColumns: ColumnDef<Service>[] = [
   {
     header: 'Product',
     id: 'product',
-    cell: ({ row }) => [row.original.vendor, row.original.product, row.original.version].filter(Boolean).join(' ') || '—',
+    cell: ({ row }) => product(row.original),
   },
   { header: 'CPE', accessorKey: 'cpe', cell: ({ row }) => <span className="mono">{row.original.cpe ?? '—'}</span> },
   { header: 'Last seen', accessorKey: 'lastSeenAt', cell: ({ row }) => <time dateTime={row.original.lastSeenAt} title={dateTime(row.original.lastSeenAt)}>{ago(row.original.lastSeenAt)}</time> },

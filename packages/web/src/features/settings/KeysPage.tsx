@@ -138,7 +138,7 @@ export function KeysPage() {
       </section>
 
       {revoking && (
-        <Dialog danger title={`Revoke key “${revoking.name}”?`} busy={revoke.isPending} onConfirm={() => revoke.mutate(revoking.id)} onCancel={() => { setRevoking(null); revoke.reset(); }}>
+        <Dialog danger title={`Revoke key “${revoking.name}”?`} confirmLabel="Revoke key" busy={revoke.isPending} onConfirm={() => revoke.mutate(revoking.id)} onCancel={() => { setRevoking(null); revoke.reset(); }}>
           <p>Anything using the token <span className="mono">{revoking.tokenPrefix}…</span> is refused from now on. This cannot be undone.</p>
           <ErrorAlert error={revoke.error} />
         </Dialog>

@@ -7,6 +7,7 @@ import { addMember, removeMember, setMemberRole, settingsKeys, useMembers } from
 import { CopyField } from '../../components/Copy';
 import { DataTable } from '../../components/DataTable';
 import { Dialog } from '../../components/Dialog';
+import { RoleGate } from '../../components/RoleGate';
 import { useRevealPanel } from '../../components/focus';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { Field, errorAt, useContractForm } from '../../components/form';
@@ -15,6 +16,16 @@ import { useMe } from '../../lib/queries';
 import type { Member, MemberAdded } from '../../lib/types';
 import { usePageTitle } from '../../lib/usePageTitle';
 
+
+/** What each role may do, said in the confirmation of a role change. */
+const roleMeaning: Record<Role, string> = {
+  viewer: 'A viewer reads the inventory and changes nothing.',
+  editor: 'An editor also triages findings, adds networks, runs scans and takes snapshots.',
+  admin: 'An admin also manages members, API keys, notifications, sites, daemons and jobs.',
+  owner: 'An owner also grants and takes the role owner.',
+};
+
+const article = (role: Role) => (role === 'admin' || role === 'owner' || role === 'editor' ? 'an' : 'a');
 
 /** The roles `viewer` may grant: an owner any, an admin up to admin (only an owner grants owner). */
 function grantable(viewer: Role): Role[] {
@@ -38,6 +49,14 @@ function OneTimePassword({ added, onClose }: { added: MemberAdded & { oneTimePas
 
 /** Settings → Members (admins and owners): who belongs to the organisation, with which role. */
 export function MembersPage() {
+  return (
+    <RoleGate min="admin" title="Members" why="Members are managed by admins and owners of the organisation.">
+      <MembersScreen />
+    </RoleGate>
+  );
+}
+
+function MembersScreen() {
   usePageTitle('Members');
   const me = useMe();
   const client = useQueryClient();
@@ -46,6 +65,9 @@ export function MembersPage() {
   // The contract's own schema as the resolver: checked on submit, then as the user corrects.
   const [added, setAdded] = useState<MemberAdded | null>(null);
   const [removing, setRemoving] = useState<Member | null>(null);
+  // A role chosen in a row's select waits for its confirmation ("Make editor"); the select keeps the current role meanwhile.
+  const [changing, setChanging] = useState<{ member: Member; role: Role } | null>(null);
+  const [changed, setChanged] = useState<{ email: string; from: Role; to: Role } | null>(null);
 
   const members = useMembers();
   const refresh = () => void client.invalidateQueries({ queryKey: settingsKeys.members });
@@ -66,7 +88,9 @@ export function MembersPage() {
   const { register, handleSubmit, formState: { errors } } = form;
   const update = useMutation({
     mutationFn: setMemberRole,
-    onSuccess: (m) => {
+    onSuccess: (m, v) => {
+      if (changing && changing.member.userId === v.userId) setChanged({ email: m.email, from: changing.member.role, to: m.role });
+      setChanging(null);
       // Your own role changed: the navigation and this page's choices follow.
       if (m.userId === me.data?.user.id) void client.invalidateQueries({ queryKey: sessionKeys.me });
       // Shown at once, not after the refetch: the select is controlled by the cached list.
@@ -108,7 +132,9 @@ export function MembersPage() {
               disabled={choices.length < 2 || update.isPending}
               onChange={(e) => {
                 add.reset();
-                update.mutate({ userId: m.userId, role: e.target.value as Role });
+                update.reset();
+                setChanged(null);
+                setChanging({ member: m, role: e.target.value as Role });
               }}
             >
               {choices.map((r) => (
@@ -123,7 +149,7 @@ export function MembersPage() {
       {
         header: 'Last sign-in',
         accessorKey: 'lastSignInAt',
-        cell: ({ row }) => (row.original.lastSignInAt ? <span title={dateTime(row.original.lastSignInAt)}>{ago(row.original.lastSignInAt)}</span> : <span className="muted">none open</span>),
+        cell: ({ row }) => (row.original.lastSignInAt ? <span title={dateTime(row.original.lastSignInAt)}>{ago(row.original.lastSignInAt)}</span> : <span className="muted">never</span>),
       },
       {
         id: 'actions',
@@ -137,6 +163,7 @@ export function MembersPage() {
               aria-label={`Remove ${row.original.email}`}
               onClick={() => {
                 update.reset();
+                setChanged(null);
                 setRemoving(row.original);
               }}
             >
@@ -193,15 +220,38 @@ export function MembersPage() {
           Only an owner grants or takes the role owner; the last owner stays an owner. A change applies from the member's next request.
         </p>
         <ErrorAlert error={members.error} />
-        <ErrorAlert error={update.error} />
+        {changed && (
+          <p role="status" className="notice">
+            {changed.email} is now {article(changed.to)} {changed.to} (was {changed.from}).{' '}
+            <button type="button" className="small" onClick={() => setChanged(null)}>Dismiss</button>
+          </p>
+        )}
         {rows.length > 0 && <DataTable caption="Members" data={rows} columns={columns} rowKey={(m) => m.userId} />}
       </section>
+
+      {changing && (
+        <Dialog
+          title={`Change the role of ${changing.member.email}?`}
+          confirmLabel={update.isPending ? 'Changing…' : `Make ${changing.role}`}
+          busy={update.isPending}
+          onConfirm={() => update.mutate({ userId: changing.member.userId, role: changing.role })}
+          onCancel={() => {
+            setChanging(null);
+            update.reset();
+          }}
+        >
+          <p>
+            {changing.member.email}: {changing.member.role} → <strong>{changing.role}</strong>. {roleMeaning[changing.role]} It applies from their next request, to their API keys too.
+          </p>
+          <ErrorAlert error={update.error} />
+        </Dialog>
+      )}
 
       {removing && (
         <Dialog
           title={`Remove ${removing.email}?`}
           danger
-          confirmLabel="Remove"
+          confirmLabel="Remove member"
           busy={remove.isPending}
           onConfirm={() => remove.mutate(removing.userId)}
           onCancel={() => {

@@ -1,18 +1,20 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
-import { CreateDestinationRequest, EventSeverity, roleAtLeast } from '@surveyor/contract';
+import { CreateDestinationRequest, EventSeverity, UpdateDestinationRequest, defaultDestinationEvents, eventKindInfo, eventKinds, roleAtLeast } from '@surveyor/contract';
 import { zodResolver } from '@hookform/resolvers/zod';
-import { useMemo, useState } from 'react';
-import { type Resolver, useForm } from 'react-hook-form';
+import { useId, useMemo, useState } from 'react';
+import { type FieldErrors, type Resolver, type UseFormRegisterReturn, useForm } from 'react-hook-form';
 import type { z } from 'zod';
-import { createDestination, deleteDestination, setDestinationEnabled, settingsKeys, testDestination, useDeliveries, useDestinations } from './api';
+import { createDestination, deleteDestination, setDestinationEnabled, settingsKeys, testDestination, updateDestination, useDeliveries, useDestinations } from './api';
+import { CopyField } from '../../components/Copy';
+import { HostLink } from '../../components/hostLabel';
 import { DataTable } from '../../components/DataTable';
 import { Dialog } from '../../components/Dialog';
 import { useRevealPanel } from '../../components/focus';
 import { ErrorAlert } from '../../components/ErrorAlert';
-import { Field, errorAt, optionalNumber, optionalText, plainMessages, listOf, setServerIssues, trimmed } from '../../components/form';
+import { Field, errorAt, optionalNumber, optionalText, plainMessages, listOf, setServerIssues, trimmed, useContractForm } from '../../components/form';
 import { ago, dateTime } from '../../lib/format';
-import { useMe } from '../../lib/queries';
+import { useHostNames, useMe } from '../../lib/queries';
 import type { Delivery, Destination, DestinationCreated, DestinationTestResult } from '../../lib/types';
 import { usePageTitle } from '../../lib/usePageTitle';
 
@@ -28,6 +30,7 @@ function fieldLabel(path: string, kind: Kind): string {
   const labels: Record<string, string> = {
     name: 'Name',
     kind: 'Kind',
+    events: 'Events',
     minSeverity: 'Minimum severity',
     'config.url': kind === 'slack' ? 'Slack webhook URL' : 'URL',
     'config.secret': 'Signing secret',
@@ -45,13 +48,41 @@ function fieldLabel(path: string, kind: Kind): string {
 interface DestinationForm {
   kind: Kind;
   name: string;
+  events: string[];
   minSeverity: Severity;
   config: { url: string; secret?: string | undefined; host: string; port: number; secure: boolean; requireTls: boolean; username?: string | undefined; password?: string | undefined; from: string; to: string[] };
 }
-const formDefaults: DestinationForm = { kind: 'webhook', name: '', minSeverity: 'info', config: { url: '', host: '', port: 587, secure: false, requireTls: false, from: '', to: [] } };
-const destinationFields = ['name', 'kind', 'minSeverity', 'config.url', 'config.secret', 'config.host', 'config.port', 'config.username', 'config.password', 'config.from', 'config.to'] as const;
+const formDefaults: DestinationForm = { kind: 'webhook', name: '', events: [...defaultDestinationEvents], minSeverity: 'info', config: { url: '', host: '', port: 587, secure: false, requireTls: false, from: '', to: [] } };
+const destinationFields = ['name', 'kind', 'events', 'minSeverity', 'config.url', 'config.secret', 'config.host', 'config.port', 'config.username', 'config.password', 'config.from', 'config.to'] as const;
 /** Optional secrets: absent when empty, kept as typed otherwise (spaces count). */
 const optionalSecret = (v: unknown) => (v === '' ? undefined : v);
+
+/** What a destination receives: the minimum severity, and one checkbox per event kind (its meaning on hover). */
+function RoutingFields({ severity, events, errors }: { severity: UseFormRegisterReturn; events: UseFormRegisterReturn; errors: FieldErrors }) {
+  const id = useId();
+  const error = errorAt(errors, 'events');
+  return (
+    <>
+      <Field label="Minimum severity" error={errorAt(errors, 'minSeverity')}>
+        {(a) => (
+          <select {...a} {...severity}>
+            {EventSeverity.options.map((s) => <option key={s} value={s}>{s}</option>)}
+          </select>
+        )}
+      </Field>
+      <fieldset className="event-kinds" aria-describedby={error ? `${id}-error` : undefined} aria-invalid={error ? true : undefined}>
+        <legend>Events</legend>
+        {eventKinds.map((k) => (
+          <label key={k} className="check" title={eventKindInfo[k].description}>
+            <input type="checkbox" value={k} {...events} />
+            <span className="mono">{k}</span>
+          </label>
+        ))}
+        {error && <span id={`${id}-error`} className="field-error">{error}</span>}
+      </fieldset>
+    </>
+  );
+}
 
 function CreateDestination({ onCreated }: { onCreated: (d: DestinationCreated) => void }) {
   const client = useQueryClient();
@@ -92,13 +123,7 @@ function CreateDestination({ onCreated }: { onCreated: (d: DestinationCreated) =
             </select>
           )}
         </Field>
-        <Field label="Minimum severity" error={errorAt(errors, 'minSeverity')}>
-          {(a) => (
-            <select {...a} {...register('minSeverity')}>
-              {EventSeverity.options.map((s) => <option key={s} value={s}>{s}</option>)}
-            </select>
-          )}
-        </Field>
+        <RoutingFields severity={register('minSeverity')} events={register('events')} errors={errors} />
         {kind !== 'email' && (
           <Field label={kind === 'slack' ? 'Slack webhook URL' : 'URL'} error={errorAt(errors, 'config.url')} hint={kind === 'slack' ? 'Stored encrypted; shown redacted.' : 'http or https; receives a signed JSON POST per event.'}>
             {(a) => <input {...a} type="url" className="wide" {...register('config.url', { setValueAs: trimmed })} placeholder={kind === 'slack' ? 'https://hooks.slack.com/services/…' : 'https://alerts.example.net/surveyor'} />}
@@ -150,13 +175,56 @@ function CreateDestination({ onCreated }: { onCreated: (d: DestinationCreated) =
   );
 }
 
+type DestinationEdit = z.input<typeof UpdateDestinationRequest>;
+type EventKindName = (typeof eventKinds)[number];
+
+/** Edit a destination's name, event kinds and minimum severity (its connection settings stay as they are). */
+function EditDestination({ destination, onDone }: { destination: Destination; onDone: (message?: string) => void }) {
+  const client = useQueryClient();
+  const { form, mutation, onSubmit } = useContractForm({
+    schema: UpdateDestinationRequest,
+    defaultValues: { name: destination.name, events: destination.events as EventKindName[], minSeverity: destination.minSeverity } satisfies DestinationEdit,
+    submit: (body) => updateDestination(destination.id, body),
+    fields: ['name', 'events', 'minSeverity'],
+    reset: false,
+    onSuccess: (d: Destination) => {
+      void client.invalidateQueries({ queryKey: settingsKeys.destinations });
+      onDone(`Saved “${d.name}”: it receives ${d.events.join(', ')} at ${d.minSeverity} and above.`);
+    },
+  });
+  const { register, formState: { errors } } = form;
+  return (
+    <Dialog title={`Edit destination “${destination.name}”`} confirmLabel={mutation.isPending ? 'Saving…' : 'Save destination'} busy={mutation.isPending} onConfirm={() => void onSubmit()} onCancel={() => onDone()}>
+      <Field label="Name" error={errorAt(errors, 'name')}>
+        {(a) => <input {...a} {...register('name')} maxLength={200} />}
+      </Field>
+      <RoutingFields severity={register('minSeverity')} events={register('events')} errors={errors} />
+      <p className="muted">Sends to {destination.target}. To change where it sends, delete it and add it again.</p>
+      <ErrorAlert error={mutation.error} />
+    </Dialog>
+  );
+}
+
+/** What a delivery's event is about: the host (a link, named) and the certificate, finding, daemon, network or job. */
+function Concerns({ d, hosts }: { d: Delivery; hosts: Parameters<typeof HostLink>[0]['hosts'] }) {
+  const { name, hostId } = d.subject;
+  if (!name && !hostId) return <span className="muted">—</span>;
+  return (
+    <span className="concerns">
+      {name && <span className={d.subject.type === 'certificate' ? 'dn' : 'mono'}>{name}</span>}
+      {name && hostId && <span className="muted"> · </span>}
+      {hostId && <HostLink id={hostId} hosts={hosts} />}
+    </span>
+  );
+}
+
 function testSummary(r: DestinationTestResult): string {
   const code = r.statusCode !== null ? `answered ${r.statusCode}` : 'no answer';
   return r.ok ? `Delivered: ${code} in ${r.durationMs} ms.` : `Failed: ${code}${r.error ? ` (${r.error})` : ''} after ${r.durationMs} ms.`;
 }
 
 function Attempts({ d }: { d: Delivery }) {
-  if (d.attemptLog.length === 0) return <span className="muted">none yet</span>;
+  if (d.attemptLog.length === 0) return <span className="muted nowrap">none yet</span>;
   return (
     <ol className="attempts">
       {d.attemptLog.map((a) => (
@@ -179,6 +247,9 @@ export function NotificationsPage() {
   const [created, setCreated] = useState<DestinationCreated | null>(null);
   const createdPanel = useRevealPanel(() => setCreated(null));
   const [deleting, setDeleting] = useState<Destination | null>(null);
+  const [editing, setEditing] = useState<Destination | null>(null);
+  // What the last write did, said until the next one.
+  const [notice, setNotice] = useState<string | null>(null);
   const [tests, setTests] = useState<Record<string, { result?: DestinationTestResult; error?: unknown }>>({});
 
   const destinations = useDestinations(admin);
@@ -186,12 +257,16 @@ export function NotificationsPage() {
 
   const toggle = useMutation({
     mutationFn: (d: Destination) => setDestinationEnabled(d.id, !d.enabled),
-    onSuccess: () => void client.invalidateQueries({ queryKey: settingsKeys.destinations }),
+    onSuccess: (d) => {
+      setNotice(d.enabled ? `Enabled “${d.name}”: it receives alerts again.` : `Disabled “${d.name}”: it receives no alerts until enabled.`);
+      void client.invalidateQueries({ queryKey: settingsKeys.destinations });
+    },
   });
   const remove = useMutation({
-    mutationFn: deleteDestination,
-    onSuccess: () => {
+    mutationFn: (d: Destination) => deleteDestination(d.id),
+    onSuccess: (_, d) => {
       setDeleting(null);
+      setNotice(`Deleted “${d.name}” and its queued deliveries.`);
       void client.invalidateQueries({ queryKey: settingsKeys.destinations });
       void client.invalidateQueries({ queryKey: settingsKeys.deliveries });
     },
@@ -204,6 +279,7 @@ export function NotificationsPage() {
   });
 
   const names = useMemo(() => new Map((destinations.data?.data ?? []).map((d) => [d.id, d.name])), [destinations.data]);
+  const hosts = useHostNames((deliveries.data?.data ?? []).flatMap((d) => (d.subject.hostId ? [d.subject.hostId] : [])));
 
   const destinationColumns = useMemo<ColumnDef<Destination>[]>(
     () => [
@@ -223,6 +299,7 @@ export function NotificationsPage() {
             <div className="dest-actions">
               <span className="row-actions">
                 <button type="button" className="small" onClick={() => test.mutate(d.id)} disabled={t !== undefined && !t.result && !t.error}>Send test</button>
+                <button type="button" className="small" onClick={() => { setNotice(null); setEditing(d); }} aria-label={`Edit ${d.name}`}>Edit</button>
                 <button type="button" className="small" onClick={() => toggle.mutate(d)} disabled={toggle.isPending}>{d.enabled ? 'Disable' : 'Enable'}</button>
                 <button type="button" className="small danger" onClick={() => setDeleting(d)}>Delete</button>
               </span>
@@ -241,7 +318,8 @@ export function NotificationsPage() {
 
   const deliveryColumns = useMemo<ColumnDef<Delivery>[]>(
     () => [
-      { header: 'Event', accessorKey: 'eventKind', cell: ({ row }) => <span className="mono">{row.original.eventKind}</span> },
+      { header: 'Event', accessorKey: 'eventKind', cell: ({ row }) => <span className="mono nowrap">{row.original.eventKind}</span> },
+      { id: 'concerns', header: 'Concerns', enableSorting: false, cell: ({ row }) => <Concerns d={row.original} hosts={hosts} /> },
       { header: 'Destination', accessorKey: 'destinationId', enableSorting: false, cell: ({ row }) => <span className="nowrap">{names.get(row.original.destinationId) ?? `${row.original.destinationId.slice(0, 8)}…`}</span> },
       { header: 'State', accessorKey: 'state', cell: ({ row }) => <span className={`badge delivery-${row.original.state}`}>{row.original.state}</span> },
       { header: 'Attempts', accessorKey: 'attempts', cell: ({ row }) => <span className="num">{row.original.attempts}</span> },
@@ -249,16 +327,16 @@ export function NotificationsPage() {
       {
         header: 'Next attempt',
         accessorKey: 'nextAttemptAt',
-        cell: ({ row }) => (row.original.nextAttemptAt ? <span title={dateTime(row.original.nextAttemptAt)}>{dateTime(row.original.nextAttemptAt)}</span> : '—'),
+        cell: ({ row }) => (row.original.nextAttemptAt ? <span className="nowrap" title={dateTime(row.original.nextAttemptAt)}>{dateTime(row.original.nextAttemptAt)}</span> : '—'),
       },
-      { header: 'Queued', accessorKey: 'createdAt', cell: ({ row }) => <time dateTime={row.original.createdAt} title={dateTime(row.original.createdAt)}>{ago(row.original.createdAt)}</time> },
+      { header: 'Queued', accessorKey: 'createdAt', cell: ({ row }) => <time className="nowrap" dateTime={row.original.createdAt} title={dateTime(row.original.createdAt)}>{ago(row.original.createdAt)}</time> },
       {
         header: 'Delivered',
         accessorKey: 'deliveredAt',
-        cell: ({ row }) => (row.original.deliveredAt ? <time dateTime={row.original.deliveredAt} title={dateTime(row.original.deliveredAt)}>{ago(row.original.deliveredAt)}</time> : '—'),
+        cell: ({ row }) => (row.original.deliveredAt ? <time className="nowrap" dateTime={row.original.deliveredAt} title={dateTime(row.original.deliveredAt)}>{ago(row.original.deliveredAt)}</time> : '—'),
       },
     ],
-    [names],
+    [names, hosts],
   );
 
   if (me.data && !admin) {
@@ -282,10 +360,7 @@ export function NotificationsPage() {
             <>
               <p role="status" className="warning">Copy the signing secret now: it is shown only once. Receivers check the <code>X-Signature</code> header (HMAC-SHA256) with it.</p>
               <div className="copy-row">
-                <label>
-                  Signing secret
-                  <input readOnly value={created.signingSecret} className="mono" onFocus={(e) => e.target.select()} />
-                </label>
+                <CopyField label="Signing secret" value={created.signingSecret} />
                 <button type="button" onClick={() => setCreated(null)}>Done</button>
               </div>
             </>
@@ -297,7 +372,12 @@ export function NotificationsPage() {
           )}
         </section>
       )}
-      <CreateDestination onCreated={setCreated} />
+      {notice && (
+        <p role="status" className="notice">
+          {notice} <button type="button" className="small" onClick={() => setNotice(null)}>Dismiss</button>
+        </p>
+      )}
+      <CreateDestination onCreated={(d) => { setNotice(null); setCreated(d); }} />
 
       <section aria-labelledby="dest-title">
         <h2 id="dest-title">Destinations</h2>
@@ -318,8 +398,17 @@ export function NotificationsPage() {
         {sent.length > 0 && <DataTable caption="Recent deliveries, the newest first" data={sent} columns={deliveryColumns} rowKey={(d) => d.id} rowClassName={(d) => (d.state === 'dead' ? 'unhealthy' : undefined)} />}
       </section>
 
+      {editing && (
+        <EditDestination
+          destination={editing}
+          onDone={(message) => {
+            setEditing(null);
+            if (message) setNotice(message);
+          }}
+        />
+      )}
       {deleting && (
-        <Dialog danger title={`Delete destination “${deleting.name}”?`} confirmLabel="Delete" busy={remove.isPending} onConfirm={() => remove.mutate(deleting.id)} onCancel={() => { setDeleting(null); remove.reset(); }}>
+        <Dialog danger title={`Delete destination “${deleting.name}”?`} confirmLabel="Delete destination" busy={remove.isPending} onConfirm={() => remove.mutate(deleting)} onCancel={() => { setDeleting(null); remove.reset(); }}>
           <p>It stops receiving alerts, and its queued deliveries are removed. This cannot be undone.</p>
           <ErrorAlert error={remove.error} />
         </Dialog>

@@ -25,5 +25,6 @@ export const useDeliveries = (enabled: boolean) =>
   useQuery({ queryKey: settingsKeys.deliveries, queryFn: ({ signal }) => call(routes.listDeliveries, { query: { limit: 50 } }, { signal }), enabled });
 export const createDestination = (body: RouteBody<typeof routes.createDestination>) => call(routes.createDestination, { body });
 export const setDestinationEnabled = (id: string, enabled: boolean) => call(routes.updateDestination, { params: { id }, body: { enabled } });
+export const updateDestination = (id: string, body: RouteBody<typeof routes.updateDestination>) => call(routes.updateDestination, { params: { id }, body });
 export const deleteDestination = (id: string) => call(routes.deleteDestination, { params: { id } });
 export const testDestination = (id: string) => call(routes.testDestination, { params: { id } });

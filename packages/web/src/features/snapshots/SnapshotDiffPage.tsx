@@ -1,5 +1,5 @@
 import type { SnapshotDiff as SnapshotDiffSchema, SnapshotDiffKind, SnapshotDiffSection } from '@surveyor/contract';
-import { snapshotDiffKinds, snapshotDiffSections } from '@surveyor/contract';
+import { productLabel, snapshotDiffKinds, snapshotDiffSections } from '@surveyor/contract';
 import { type FormEvent, useId, useMemo, useState } from 'react';
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
 import type { z } from 'zod';
@@ -99,7 +99,7 @@ function entity(c: Change, names: (hostId: string) => string) {
       return c.kind === 'removed' ? label : <Link to={`/hosts/${c.id}`}>{label}</Link>;
     }
     case 'services':
-      return `${it.port}/${it.protocol}${it.name || it.product ? ` ${[it.name, it.product, it.version].filter(Boolean).join(' ')}` : ''}${on}`;
+      return `${it.port}/${it.protocol}${it.name || it.product ? ` ${[it.name, productLabel(it)].filter(Boolean).join(' ')}` : ''}${on}`;
     case 'certificates':
       return `${it.subject ?? 'certificate'} (port ${it.port})${on}`;
     case 'vulnerabilities':

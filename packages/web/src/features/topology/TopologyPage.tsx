@@ -4,6 +4,7 @@ import { type PointerEvent as ReactPointerEvent, useEffect, useId, useMemo, useR
 import { useSearchParams } from 'react-router';
 import { topologyKeys } from '../../lib/keys';
 import { exportHref, regenerateViews, saveNodePosition, shareView, useViewGraph, viewKeys } from './api';
+import { CopyField } from '../../components/Copy';
 import { Dialog } from '../../components/Dialog';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { ago, dateTime } from '../../lib/format';
@@ -48,8 +49,9 @@ function ShareDialog({ view, active, onDone }: { view: TopologyView; active: str
       )}
       {link && (
         <div className="field">
-          <label htmlFor={`${id}-url`}>Share link</label>
-          <input id={`${id}-url`} className="mono" readOnly value={link.url} onFocus={(e) => e.currentTarget.select()} size={60} />
+          <div className="copy-row">
+            <CopyField label="Share link" value={link.url} copyLabel="Copy link" />
+          </div>
           <span className="hint">Shown only now. Valid until {dateTime(link.expiresAt)}.</span>
         </div>
       )}

@@ -8,7 +8,7 @@ import { Dialog } from '../../components/Dialog';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { ViewTabs } from '../../components/ViewTabs';
 import { MoveDialog, type MoveTarget, moveLabels } from '../../components/VulnerabilityTable';
-import { ago, dateTime, plural, stateLabels } from '../../lib/format';
+import { ago, dateTime, plural, product, stateLabels } from '../../lib/format';
 import { overviewKeys, vulnerabilityKeys } from '../../lib/keys';
 import { useMe } from '../../lib/queries';
 import { usePageTitle } from '../../lib/usePageTitle';
@@ -27,9 +27,9 @@ function Severity({ s }: { s: Finding['severity'] }) {
   return <span className={`badge sev-${s}`}>{s}</span>;
 }
 
-/** The service as an operator names it: product and version (the vendor only when there is no product). */
+/** The service as an operator names it: product and version, the vendor not repeated (its name, or the vendor, when there is no product). */
 function serviceText(s: Finding['service']): string {
-  return [s.product ?? s.name ?? s.vendor, s.version].filter(Boolean).join(' ') || '—';
+  return s.product ? product(s) : [s.name ?? s.vendor, s.version].filter(Boolean).join(' ') || '—';
 }
 
 /** A move of many findings: a selection or every actionable finding of a CVE, with one note. */
