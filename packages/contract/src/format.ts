@@ -21,17 +21,14 @@ export function formatBytes(n: number | null | undefined): string {
 
 /**
  * A service's product as people say it: "OpenSSH 9.2p1", not "openbsd OpenSSH 9.2p1". The vendor
- * is left out (it is in the CPE and the service's own field); the version follows the product
- * unless the product already ends with it. Null when neither is known.
+ * is not put in front (it is in the CPE and the service's own field); a product whose reported
+ * name holds it stays as reported ("Apache httpd 2.4.49": "httpd" alone says less). The version
+ * follows the product unless the product already ends with it. Null when neither is known.
  */
 export function productLabel(s: { product?: string | null | undefined; version?: string | null | undefined; vendor?: string | null | undefined }): string | null {
   const product = s.product?.trim() || null;
   const version = s.version?.trim() || null;
   if (!product) return version;
-  // A product reported as "OpenBSD OpenSSH" (vendor inside the product name) reads as "OpenSSH".
-  const vendor = s.vendor?.trim().toLowerCase();
-  const words = product.split(/\s+/);
-  const named = vendor && words.length > 1 && words[0]!.toLowerCase() === vendor ? words.slice(1).join(' ') : product;
-  if (!version || named.endsWith(version)) return named;
-  return `${named} ${version}`;
+  if (!version || product.endsWith(version)) return product;
+  return `${product} ${version}`;
 }

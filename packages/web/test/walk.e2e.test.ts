@@ -54,7 +54,8 @@ const sideways = (p: Page) =>
 
 describe.skipIf(!haveChromium)('the console at the size of a real site', () => {
   let c: Console;
-  let hostPath = '';
+  /** The pages of one thing (a host, a network, a site, a daemon), found once the site is seeded. */
+  const pages: { path: string; title: string; name: string }[] = [];
 
   beforeAll(async () => {
     c = await startConsole();
@@ -62,7 +63,8 @@ describe.skipIf(!haveChromium)('the console at the size of a real site', () => {
     const api = (await seedMemberWithKey(c.t.database, c.org, 'editor', ['scan:run', 'inventory:write', 'inventory:read'])).token;
     const daemon = await onlineDaemon(c.t, c.org, { name: 'dc1-scanner', networkCidrs: ['10.70.0.0/23'], siteCode: 'dc1', capabilities: { nmap: true } });
     const s: Scanning = { org: c.org, api, daemon, siteId: null };
-    const sessionId = await startSession(c.t, s, await createNetwork(c.t, s, '10.70.0.0/23'));
+    const networkId = await createNetwork(c.t, s, '10.70.0.0/23');
+    const sessionId = await startSession(c.t, s, networkId);
     const hosts = Array.from({ length: HOSTS }, (_, i) => {
       const role = i % 4 === 0 ? 'web' : i % 4 === 1 ? 'db' : i % 4 === 2 ? 'app' : 'cache';
       return { fp: `fp-${i}`, name: `${role}-${String(i).padStart(3, '0')}.dc1.example.net`, address: `10.70.${Math.floor(i / 200)}.${(i % 200) + 10}`, role };
@@ -91,14 +93,21 @@ describe.skipIf(!haveChromium)('the console at the size of a real site', () => {
     const owner = await login(c.t.app, c.owner.email, c.owner.password);
     const matched = await c.t.app.inject({ method: 'POST', url: '/api/v1/admin/cve-match', headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrfToken } });
     expect(matched.statusCode, matched.body).toBe(200);
-    const host = await c.server.database.db.selectFrom('hosts').select('id').where('hostname', '=', hosts[0]!.name).executeTakeFirstOrThrow();
-    hostPath = `/hosts/${host.id}`;
+    const db = c.server.database.db;
+    const host = await db.selectFrom('hosts').select('id').where('hostname', '=', hosts[0]!.name).executeTakeFirstOrThrow();
+    const site = await db.selectFrom('sites').select(['id', 'name']).where('code', '=', 'dc1').executeTakeFirstOrThrow();
+    pages.push(
+      { path: `/hosts/${host.id}`, title: hosts[0]!.name, name: 'host' },
+      { path: `/networks/${networkId}`, title: 'net 10.70.0.0/23', name: 'network' },
+      { path: `/sites/${site.id}`, title: site.name, name: 'site' },
+      { path: `/daemons/${daemon.id}`, title: 'dc1-scanner', name: 'daemon' },
+    );
   });
   afterAll(() => c?.close());
 
   it('shows every screen at desk width with the whole site in it', async () => {
     const p = await ownerPage(c, { viewport: { width: 1440, height: 900 } });
-    for (const s of [...SCREENS, { path: hostPath, title: hostTitle(), name: 'host' }]) {
+    for (const s of [...SCREENS, ...pages]) {
       await p.goto(s.path);
       await heading(p, s.title);
       await p.waitForLoadState('networkidle');
@@ -139,7 +148,7 @@ describe.skipIf(!haveChromium)('the console at the size of a real site', () => {
     await heading(p, 'Vulnerabilities');
     // Following a link folds the menu again, so the page is what shows.
     expect(await navigation.isVisible()).toBe(false);
-    for (const s of [...SCREENS, { path: hostPath, title: hostTitle(), name: 'host' }]) {
+    for (const s of [...SCREENS, ...pages]) {
       await p.goto(s.path);
       await heading(p, s.title);
       await p.waitForLoadState('networkidle');
@@ -148,8 +157,3 @@ describe.skipIf(!haveChromium)('the console at the size of a real site', () => {
     }
   }, 180_000);
 });
-
-/** The host page's heading: the first host's name. */
-function hostTitle(): string {
-  return 'web-000.dc1.example.net';
-}

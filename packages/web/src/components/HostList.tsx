@@ -17,13 +17,24 @@ const hostColumns: ColumnDef<Host>[] = [
 ];
 
 /** Hosts read page by page (a `useCollection('hosts', …)`): a table of their names (links), addresses, OS, open ports, last seen, and "Load more". */
-export function HostList({ caption, hosts, empty }: { caption: string; hosts: UseInfiniteQueryResult<InfiniteData<PageOf<Host>>>; empty: ReactNode }) {
+export function HostList({
+  caption,
+  hosts,
+  empty,
+  exportRows,
+}: {
+  caption: string;
+  hosts: UseInfiniteQueryResult<InfiniteData<PageOf<Host>>>;
+  empty: ReactNode;
+  /** Every host of the list's filters, for Export CSV (`collectionPages('hosts', …)`). */
+  exportRows: (signal: AbortSignal) => AsyncIterable<readonly Host[]>;
+}) {
   const rows = useMemo(() => hosts.data?.pages.flatMap((p) => p.data) ?? [], [hosts.data]);
   return (
     <>
       <ErrorAlert error={hosts.error} />
       {hosts.data && rows.length === 0 && <p className="empty">{empty}</p>}
-      {rows.length > 0 && <DataTable caption={caption} data={rows} columns={hostColumns} rowKey={(h) => h.id} partial={hosts.hasNextPage} />}
+      {rows.length > 0 && <DataTable caption={caption} data={rows} columns={hostColumns} rowKey={(h) => h.id} partial={hosts.hasNextPage} exportRows={exportRows} />}
       {hosts.hasNextPage && (
         <p><button type="button" onClick={() => void hosts.fetchNextPage()} disabled={hosts.isFetchingNextPage}>{hosts.isFetchingNextPage ? 'Loading…' : `Load more (${rows.length} shown)`}</button></p>
       )}

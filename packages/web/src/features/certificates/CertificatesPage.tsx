@@ -6,7 +6,7 @@ import { DataTable } from '../../components/DataTable';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { dateTime, daysLeft } from '../../lib/format';
 import { CertificateStateBadge, DaysLeft, type Trust, expiryLabels, trustLabels } from '../../components/certificates';
-import { useCollection, useHostNames } from '../../lib/queries';
+import { collectionPages, useCollection, useHostNames } from '../../lib/queries';
 import type { Certificate, Host } from '../../lib/types';
 import { HostLink } from '../../components/hostLabel';
 import { usePageTitle } from '../../lib/usePageTitle';
@@ -30,7 +30,7 @@ function certificateColumns(hosts: Map<string, Host>): ColumnDef<Certificate>[] 
     { header: 'Host', accessorKey: 'hostId', enableSorting: false, cell: ({ row }) => <HostLink id={row.original.hostId} hosts={hosts} /> },
     { id: 'port', accessorKey: 'port', header: () => <span className="num-head">Port</span>, cell: ({ row }) => <span className="num mono">{row.original.port ?? '—'}</span> },
     { header: 'Not after', accessorKey: 'notAfter', cell: ({ row }) => <time className="nowrap" dateTime={row.original.notAfter}>{dateTime(row.original.notAfter)}</time> },
-    { id: 'daysLeft', header: () => <span className="num-head">Days left</span>, cell: ({ row }) => <DaysLeft notAfter={row.original.notAfter} /> },
+    { id: 'daysLeft', header: () => <span className="num-head">Days left</span>, meta: { csv: (c) => daysLeft(c.notAfter) }, cell: ({ row }) => <DaysLeft notAfter={row.original.notAfter} /> },
     {
       header: 'Trust',
       accessorKey: 'trustStatus',
@@ -58,7 +58,8 @@ export function CertificatesPage() {
   const expiringId = useId();
   const selectId = useId();
   const showId = useId();
-  const certs = useCollection('certificates', { limit: 100, trustStatus, expiring, ...showQuery[show] });
+  const certFilters = { trustStatus, expiring, ...showQuery[show] };
+  const certs = useCollection('certificates', { limit: 100, ...certFilters });
   const rows = useMemo(() => certs.data?.pages.flatMap((p) => p.data) ?? [], [certs.data]);
   const hosts = useHostNames(rows.map((c) => c.hostId));
   const columns = useMemo(() => certificateColumns(hosts), [hosts]);
@@ -112,7 +113,7 @@ export function CertificatesPage() {
         </p>
       )}
       {rows.length > 0 && (
-        <DataTable caption="Certificates" partial={certs.hasNextPage} data={rows} columns={columns} rowKey={(c) => c.id} rowClassName={(c) => (c.state !== 'current' ? 'cert-replaced' : daysLeft(c.notAfter) < 0 ? 'cert-expired' : undefined)} />
+        <DataTable caption="Certificates" partial={certs.hasNextPage} data={rows} columns={columns} rowKey={(c) => c.id} rowClassName={(c) => (c.state !== 'current' ? 'cert-replaced' : daysLeft(c.notAfter) < 0 ? 'cert-expired' : undefined)} exportRows={(signal) => collectionPages('certificates', certFilters, signal)} />
       )}
       {certs.hasNextPage && (
         <button type="button" className="more" onClick={() => void certs.fetchNextPage()} disabled={certs.isFetchingNextPage}>

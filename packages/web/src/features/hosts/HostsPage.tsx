@@ -4,7 +4,7 @@ import { Link, useNavigate, useSearchParams } from 'react-router';
 import { DataTable } from '../../components/DataTable';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { ago, dateTime } from '../../lib/format';
-import { useCollection, useSiteNames, useSites } from '../../lib/queries';
+import { collectionPages, useCollection, useSiteNames, useSites } from '../../lib/queries';
 import type { Host, Site } from '../../lib/types';
 import { useDebounced } from '../../lib/useDebounced';
 import { usePageTitle } from '../../lib/usePageTitle';
@@ -99,7 +99,8 @@ export function HostsPage() {
 
   const sites = useSites();
   // By default only the hosts present, as the overview counts them; "Show gone hosts" lists every host.
-  const hosts = useCollection('hosts', { limit: 100, search, siteId, ...(showGone ? {} : { gone: 'exclude' as const }) });
+  const hostFilters = { search, siteId, ...(showGone ? {} : { gone: 'exclude' as const }) };
+  const hosts = useCollection('hosts', { limit: 100, ...hostFilters });
   const rows = useMemo(() => hosts.data?.pages.flatMap((p) => p.data) ?? [], [hosts.data]);
   const siteNames = useSiteNames([siteParam, ...rows.map((h) => h.siteId)]);
   const columns = useMemo(() => hostColumns(siteNames, showGone), [siteNames, showGone]);
@@ -158,6 +159,7 @@ export function HostsPage() {
           rowKey={(h) => h.id}
           rowClassName={(h) => (h.goneAt ? 'gone' : undefined)}
           onRowOpen={(h) => void navigate(`/hosts/${h.id}`)}
+          exportRows={(signal) => collectionPages('hosts', hostFilters, signal)}
         />
       )}
       {hosts.hasNextPage && (

@@ -10,11 +10,10 @@ import { ScanButton } from './components/ScanButton';
 import { DeleteNetworkDialog, EditNetworkDialog } from './components/NetworkDialogs';
 import { ago, dateTime } from '../../lib/format';
 import { overviewKeys, scanKeys } from '../../lib/keys';
-import { useMe, useSiteNames, useSites } from '../../lib/queries';
+import { collectionPages, useDaemons, useMe, useSiteNames, useSites } from '../../lib/queries';
 import { cancelScan, useNetwork, useNetworkHosts, useNetworkScans } from './api';
 import type { Network, ScanSession } from '../../lib/types';
 import { SchedulerCell, intervalText } from './NetworksPage';
-import { useDaemons } from '../../lib/queries';
 import { usePageTitle } from '../../lib/usePageTitle';
 
 /** The hosts with an address in the network's range, 50 at a time ("Load more"). */
@@ -23,7 +22,7 @@ function NetworkHosts({ network: n }: { network: Network }) {
   return (
     <section aria-labelledby="hosts-title">
       <h2 id="hosts-title">Hosts in {n.cidr}</h2>
-      <HostList caption={`Hosts in ${n.name}`} hosts={hosts} empty={`No host with an address in ${n.cidr} yet${n.lastScanAt ? '.' : ': scan the network to find them.'}`} />
+      <HostList caption={`Hosts in ${n.name}`} hosts={hosts} exportRows={(signal) => collectionPages('hosts', { search: n.cidr }, signal)} empty={`No host with an address in ${n.cidr} yet${n.lastScanAt ? '.' : ': scan the network to find them.'}`} />
     </section>
   );
 }

@@ -6,7 +6,7 @@ import { DataTable } from '../../components/DataTable';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { HostLink, hostLabel } from '../../components/hostLabel';
 import { ago, dateTime, plural } from '../../lib/format';
-import { useCollection, useHostNames, usePage } from '../../lib/queries';
+import { collectionPages, useCollection, useHostNames, usePage } from '../../lib/queries';
 import type { Host, Service } from '../../lib/types';
 import { usePageTitle } from '../../lib/usePageTitle';
 import { type ServiceFilters, useServiceCount } from './api';
@@ -176,7 +176,7 @@ export function ServicesPage() {
             : 'No services yet: enrol a daemon and scan a network to find open ports.'}
         </p>
       )}
-      {rows.length > 0 && <DataTable caption="Services" partial={services.hasNextPage} data={rows} columns={columns} rowKey={(s) => s.id} rowClassName={(s) => (s.goneAt ? 'gone' : undefined)} />}
+      {rows.length > 0 && <DataTable caption="Services" partial={services.hasNextPage} data={rows} columns={columns} rowKey={(s) => s.id} rowClassName={(s) => (s.goneAt ? 'gone' : undefined)} exportRows={(signal) => collectionPages('services', filters, signal)} />}
       {services.hasNextPage && (
         <button type="button" className="more" onClick={() => void services.fetchNextPage()} disabled={services.isFetchingNextPage}>
           {services.isFetchingNextPage ? 'Loading…' : 'Load more'}

@@ -9,7 +9,7 @@ import { ErrorAlert } from '../../components/ErrorAlert';
 import { HostList } from '../../components/HostList';
 import { ago, dateTime, plural } from '../../lib/format';
 import { siteKeys } from '../../lib/keys';
-import { useDaemons, useMe } from '../../lib/queries';
+import { collectionPages, useDaemons, useMe } from '../../lib/queries';
 import type { DaemonSummary, Network } from '../../lib/types';
 import { usePageTitle } from '../../lib/usePageTitle';
 import { deleteSite, useSite, useSiteContents } from './api';
@@ -116,7 +116,7 @@ export function SitePage() {
 
           <section aria-labelledby="site-hosts">
             <h2 id="site-hosts">Hosts</h2>
-            <HostList caption={`Hosts of ${site.name}`} hosts={hosts} empty="No host in this site yet: its daemons' scans put them here." />
+            <HostList caption={`Hosts of ${site.name}`} hosts={hosts} exportRows={(signal) => collectionPages('hosts', { siteId: site.id }, signal)} empty="No host in this site yet: its daemons' scans put them here." />
           </section>
         </>
       )}
