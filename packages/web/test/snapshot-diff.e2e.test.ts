@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addCertificate, addHost, addService, addVulnerability } from '../../server/test/fixtures.js';
 import { type Console, haveChromium, heading, nav, ownerPage, ownerWithPassword, POLL, shot, startConsole } from './harness.js';
@@ -85,6 +86,13 @@ describe.skipIf(!haveChromium)('snapshot diff in Chromium', () => {
     expect(await changes.getByRole('row').filter({ hasText: 'CN=example.test' }).textContent()).toContain('trust: trusted → expired');
     expect(await changes.getByRole('row').filter({ hasText: 'CVE-2024-6387' }).textContent()).toContain('state: open → acknowledged');
     await shot(p, 'snapshot-diff-02-changes');
+
+    // Export CSV: every change, each changed field old → new.
+    const [download] = await Promise.all([p.waitForEvent('download'), p.getByRole('button', { name: 'Export CSV' }).click()]);
+    const csv = readFileSync((await download.path())!, 'utf8').replace(/^\uFEFF/, '').trimEnd().split('\r\n');
+    expect(csv[0]).toBe('Section,Change,Id,What,Fields');
+    expect(csv).toHaveLength(1 + 9);
+    expect(csv.find((l) => l.includes('db-primary'))).toContain('hostname: db-01 → db-primary');
 
     // A count is a filter: the changed hosts only, the counts of all still shown.
     await counts.getByRole('link', { name: 'Changed hosts: 1' }).click();

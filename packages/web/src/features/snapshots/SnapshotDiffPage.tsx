@@ -3,7 +3,9 @@ import { productLabel, snapshotDiffKinds, snapshotDiffSections } from '@surveyor
 import { type FormEvent, useId, useMemo, useState } from 'react';
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
 import type { z } from 'zod';
-import { useSnapshotDiff } from './api';
+import { snapshotDiffPages, useSnapshotDiff } from './api';
+import { ExportButton, useCsvExport } from '../../components/CsvExport';
+import type { CsvColumn } from '../../lib/csv';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { dateTime, plural } from '../../lib/format';
 import { useHostNames, useSites } from '../../lib/queries';
@@ -90,14 +92,13 @@ function show(field: string, v: unknown, names: (hostId: string) => string): str
 }
 
 /** What a change is about, in words: the host, port, certificate or CVE. */
-function entity(c: Change, names: (hostId: string) => string) {
+/** What changed, in words ("22/tcp ssh OpenSSH 9.2p1 on web-1"). */
+function entityText(c: Change, names: (hostId: string) => string): string {
   const it = (c.after ?? c.before ?? {}) as Item;
   const on = typeof it.hostId === 'string' ? ` on ${names(it.hostId)}` : '';
   switch (c.section) {
-    case 'hosts': {
-      const label = hostName(it) ?? `${c.id.slice(0, 8)}…`;
-      return c.kind === 'removed' ? label : <Link to={`/hosts/${c.id}`}>{label}</Link>;
-    }
+    case 'hosts':
+      return hostName(it) ?? `${c.id.slice(0, 8)}…`;
     case 'services':
       return `${it.port}/${it.protocol}${it.name || it.product ? ` ${[it.name, productLabel(it)].filter(Boolean).join(' ')}` : ''}${on}`;
     case 'certificates':
@@ -105,6 +106,24 @@ function entity(c: Change, names: (hostId: string) => string) {
     case 'vulnerabilities':
       return `${it.cve} (${it.severity})${on}`;
   }
+}
+
+/** What changed, a host linked to its page while it exists. */
+function entity(c: Change, names: (hostId: string) => string) {
+  const text = entityText(c, names);
+  return c.section === 'hosts' && c.kind !== 'removed' ? <Link to={`/hosts/${c.id}`}>{text}</Link> : text;
+}
+
+/** The changes as CSV: section, change, id, what, and each changed field old → new. */
+function diffCsvColumns(names: (hostId: string) => string): CsvColumn<Change>[] {
+  const value = (v: unknown) => (v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+  return [
+    { header: 'Section', value: (c) => c.section },
+    { header: 'Change', value: (c) => c.kind },
+    { header: 'Id', value: (c) => c.id },
+    { header: 'What', value: (c) => entityText(c, names) },
+    { header: 'Fields', value: (c) => c.fields.map((f) => `${f.field}: ${value(f.from)} → ${value(f.to)}`).join('; ') },
+  ];
 }
 
 function Details({ c, names }: { c: Change; names: (hostId: string) => string }) {
@@ -152,6 +171,8 @@ export function SnapshotDiffPage() {
     for (const c of changes) if (c.section === 'hosts') fromDiff.set(c.id, hostName((c.after ?? c.before) as Item) ?? '');
     return (hostId: string) => hostName(hosts.get(hostId)) ?? (fromDiff.get(hostId) || `host ${hostId.slice(0, 8)}…`);
   }, [changes, hosts]);
+
+  const exporter = useCsvExport(`snapshot changes ${section ?? ''} ${kind ?? ''}`, (signal) => snapshotDiffPages(id, against, section, kind, signal));
 
   const filterUrl = (s?: SnapshotDiffSection, k?: SnapshotDiffKind) => {
     const q = new URLSearchParams({ against });
@@ -223,6 +244,7 @@ export function SnapshotDiffPage() {
               <div className="section-head">
                 <h2 id="changes-title">{filtered ? `${kind ? kindLabels[kind] : 'All changes'}${section ? ` · ${sectionLabels[section]}` : ''}` : 'Changes'}</h2>
                 {filtered && <Link to={filterUrl()}>Show all changes</Link>}
+                <ExportButton exporter={exporter} columns={() => diffCsvColumns(names)} />
               </div>
               {changes.length === 0 ? (
                 <p className="empty">None of this kind.</p>

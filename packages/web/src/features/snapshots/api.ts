@@ -2,6 +2,7 @@ import { type RouteBody, type SnapshotDiffKind, type SnapshotDiffSection, routeP
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { call } from '../../lib/api';
 import { snapshotKeys } from '../../lib/keys';
+import { EXPORT_PAGE_SIZE, followPages } from '../../lib/queries';
 
 /** The link downloading a snapshot's signed attestation (admins and owners). */
 export const attestationHref = (id: string) => routePath(routes.getSnapshotAttestation, { params: { id } });
@@ -20,3 +21,10 @@ export function useSnapshotDiff(id: string, against: string, section: SnapshotDi
     enabled: against !== '',
   });
 }
+
+/** Every change from `against` to `id` of the section and kind (CSV export). */
+export const snapshotDiffPages = (id: string, against: string, section: SnapshotDiffSection | undefined, kind: SnapshotDiffKind | undefined, signal: AbortSignal) =>
+  followPages(async (cursor: string | undefined) => {
+    const page = await call(routes.snapshotDiff, { params: { id }, query: { against, section, kind, limit: EXPORT_PAGE_SIZE, cursor } }, { signal });
+    return { data: page.changes, next: page.nextCursor };
+  });
