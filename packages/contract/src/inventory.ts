@@ -406,7 +406,9 @@ export const PatchNetworkRequest = z.strictObject({
   excludeCidrs: CreateNetworkRequest.shape.excludeCidrs,
   topPortsTcp: CreateNetworkRequest.shape.topPortsTcp,
   topPortsUdp: CreateNetworkRequest.shape.topPortsUdp,
-  nmap: CreateNetworkRequest.shape.nmap,
+  nmap: z
+    .strictObject({ enabled: z.boolean(), scripts: NmapSettings.shape.scripts.optional().describe('Absent: the stored categories stay.') })
+    .optional(),
 });
 
 /** Networks of the organisation whose range overlaps a CIDR (a warning in the console, never a refusal). */

@@ -4,8 +4,8 @@
 -- A certificate is
 --   `replaced` when a newer one (seen later) was seen on the same endpoint: the same host,
 --              address and port;
---   `gone`     when its port's service is no longer there: the host has service rows on that
---              port and none of them is live (each is gone, or closed);
+--   `gone`     when its port's service is no longer there: the host has TCP service rows on
+--              that port and none of them is live (each is gone, or closed);
 --   `current`  otherwise: the certificate the endpoint presents now.
 -- A port without any service row (TLS reported on a port the scan did not list) is not "gone":
 -- absence must be observed, never assumed.
@@ -19,10 +19,10 @@ SELECT c.organisation_id, c.id,
         AND n.last_seen_at > c.last_seen_at
     ) THEN 'replaced'
     WHEN c.port IS NOT NULL
-      AND EXISTS (SELECT 1 FROM services s WHERE s.organisation_id = c.organisation_id AND s.host_id = c.host_id AND s.port = c.port)
+      AND EXISTS (SELECT 1 FROM services s WHERE s.organisation_id = c.organisation_id AND s.host_id = c.host_id AND s.protocol = 'tcp' AND s.port = c.port)
       AND NOT EXISTS (
         SELECT 1 FROM services s
-        WHERE s.organisation_id = c.organisation_id AND s.host_id = c.host_id AND s.port = c.port
+        WHERE s.organisation_id = c.organisation_id AND s.host_id = c.host_id AND s.protocol = 'tcp' AND s.port = c.port
           AND s.gone_at IS NULL AND s.state <> 'closed'
       ) THEN 'gone'
     ELSE 'current'

@@ -213,6 +213,20 @@ describe('gone hosts: a completed session covering every address of a host that 
     expect(await goneOf(s)).toEqual({ a: false, b: false, both: false });
   });
 
+  it('never marks gone a host an overlapping session saw after this one started, even one that started before it', async () => {
+    const { s, net } = await afterFirstScan();
+    const narrow = await createNetwork(t, s, '10.4.0.0/25');
+    // B (the narrow network) starts and sees b; A (the whole /24) starts after it.
+    const b = await startSession(t, s, narrow);
+    await ingest(t, s.daemon, seen(b, ['b']));
+    const a = await startSession(t, s, net);
+    await ingest(t, s.daemon, seen(a, ['a', 'both']));
+    // B sees b again (another batch: a port of it), after A started; A then completes without b.
+    await ingest(t, s.daemon, seen(b, ['b'], { ports: [{ fingerprint: 'fp-b', address: '10.4.0.11', protocol: 'tcp', number: 22, state: 'open' }] }));
+    await ingest(t, s.daemon, { sessionId: a, final: true });
+    expect(await goneOf(s)).toEqual({ a: false, b: false, both: false });
+  });
+
   it('never marks a host gone when its address lies in the session\'s excluded ranges', async () => {
     const s = await scanningOrg(t);
     const net = await createNetwork(t, s, '10.4.0.0/24', { excludeCidrs: ['10.4.0.11/32'] });

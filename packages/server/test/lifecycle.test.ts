@@ -2,6 +2,7 @@ import type { HTTPMethods, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markQuietDaemonsOffline } from '../src/daemons/daemons.repo.js';
+import { createSnapshot } from '../src/snapshots/snapshots.service.js';
 import { createLogger } from '../src/logger.js';
 import { JobRunner } from '../src/jobs/runner.js';
 import { jobDefinitions } from '../src/main.js';
@@ -81,6 +82,11 @@ describe('PATCH /api/v1/networks/{id} (internal): edit a network', () => {
     // An empty body changes nothing but still answers the network.
     const same = await call(editor, 'PATCH', `/api/v1/networks/${id}`, {});
     expect(same.json()).toMatchObject({ name: 'renamed', topPortsTcp: 100 });
+
+    // nmap switched off without its categories keeps them (a field left out stays as it is).
+    const off = await call(editor, 'PATCH', `/api/v1/networks/${id}`, { nmap: { enabled: false } });
+    expect(off.statusCode, off.body).toBe(200);
+    expect(off.json().nmap).toEqual({ enabled: false, scripts: ['safe', 'vuln'] });
   });
 
   it('keeps the CIDR: a cidr field is refused (400 validation_failed), as is any unknown field or a bad value', async () => {
@@ -228,6 +234,16 @@ describe('DELETE /api/v1/sites/{id} (internal, admins)', () => {
     const refused = expectProblem(await call(admin, 'DELETE', `/api/v1/sites/${s.siteId}`), 409, 'conflict');
     expect(refused.detail).toBe('Site busy still holds 2 hosts, 1 network and 1 daemon; move or delete them first, then delete the site.');
     expect((await call(admin, 'GET', '/api/v1/sites')).json().data.map((x: { id: string }) => x.id)).toContain(s.siteId);
+  });
+
+  it('refuses a site with snapshots (409 conflict): a snapshot keeps its site\'s scope, and snapshots are never deleted', async () => {
+    const org = await seedOrg(t.database);
+    const admin = await member(org, 'admin');
+    const site = (await call(admin, 'POST', '/api/v1/sites', { code: 'kept', name: 'Kept' })).json();
+    await createSnapshot(t.database.db, { type: 'cli', organisationId: org.organisationId }, { reason: 'audit', siteId: site.id });
+    const refused = expectProblem(await call(admin, 'DELETE', `/api/v1/sites/${site.id}`), 409, 'conflict');
+    expect(refused.detail).toBe("Site kept has 1 snapshot taken of it; snapshots keep their site's scope and are never deleted, so the site stays.");
+    expect((await t.database.db.selectFrom('snapshots').select('site_id').where('organisation_id', '=', org.organisationId).execute())).toEqual([{ site_id: site.id }]);
   });
 
   it('is 404 for another organisation\'s site and 403 for an editor', async () => {

@@ -37,8 +37,8 @@ export const siteRoutes = {
     operationId: 'deleteSite',
     summary: 'Delete an empty site',
     description:
-      'Only a site that holds no host, network or daemon: otherwise 409 `conflict`, whose detail says what it still holds (move or delete those first). ' +
-      'Its topology views (derived from its hosts) go with it; snapshots taken of it stay, no longer naming a site.',
+      'Only a site that holds no host, network, daemon or snapshot: otherwise 409 `conflict`, whose detail says what it still holds (move or delete hosts, networks and daemons first; a site with snapshots stays, as snapshots keep their scope and are never deleted). ' +
+      'Its topology views (derived from its hosts) go with it.',
     tags: ['console'],
     internal: true,
     auth: { kind: 'session', minRole: 'admin' },

@@ -28,8 +28,11 @@ export function findKey(db: Kysely<DB>, id: string, organisationId?: string) {
   return q.executeTakeFirst();
 }
 
-export async function revokeKey(db: Kysely<DB>, id: string): Promise<void> {
-  await db.updateTable('keys').set({ revoked_at: sql`now()` }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+/** Revokes a key; with `organisationId` only that organisation's (every tenant write but the operator's CLI names it). */
+export async function revokeKey(db: Kysely<DB>, id: string, organisationId?: string): Promise<void> {
+  let q = db.updateTable('keys').set({ revoked_at: sql`now()` }).where('id', '=', id).where('revoked_at', 'is', null);
+  if (organisationId !== undefined) q = q.where('organisation_id', '=', organisationId);
+  await q.execute();
 }
 
 /** The organisation's user-owned keys, newest first; only `userId`'s when given. */

@@ -87,7 +87,7 @@ export async function revokeKeyForSession(db: Kysely<DB>, p: Session, id: string
     const key = await repo.findKey(trx, id, p.organisationId);
     if (!key || key.kind === 'daemon' || (!isAdmin(p) && key.user_id !== p.userId)) throw new AppError('not_found', `No key ${id} in this organisation.`);
     if (key.revoked_at) return;
-    await repo.revokeKey(trx, id);
+    await repo.revokeKey(trx, id, p.organisationId);
     await recordAudit(trx, { type: 'session', userId: p.userId, requestId }, { organisationId: p.organisationId, action: 'key.revoked', targetType: 'key', targetId: id });
   });
 }

@@ -145,7 +145,7 @@ export async function removeDaemon(db: Kysely<DB>, actor: OrgActor, id: string):
   await db.transaction().execute(async (trx) => {
     const d = await lockedOrThrow(trx, org, id);
     const failed = await failDaemonSessions(trx, org, id, ['queued', 'dispatched', 'running', 'stalled'], `daemon ${d.name} was removed`);
-    await revokeKey(trx, d.key_id);
+    await revokeKey(trx, d.key_id, org);
     await repo.markRemoved(trx, org, id);
     await recordAudit(trx, actor, { organisationId: org, action: 'daemon.removed', targetType: 'daemon', targetId: id, changes: { name: d.name, keyId: d.key_id, ...(failed.length ? { sessionsFailed: failed } : {}) } });
   });

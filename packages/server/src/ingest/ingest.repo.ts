@@ -156,8 +156,10 @@ export async function updateHosts(db: Db, organisationId: string, since: Date, h
 }
 
 /**
- * Every host the facts name was seen: its last-seen time moves on (once per observation round)
- * and a gone host is back. Returns the hosts that were gone.
+ * Every host the facts name was seen: its last-seen time moves on when older than this session's
+ * start or than the start of any session still running in the organisation (an overlapping
+ * session that started later must see this sighting, or it would mark the host gone:
+ * markHostsGone), and a gone host is back. Returns the hosts that were gone.
  */
 export async function touchHosts(db: Db, organisationId: string, since: Date, hostIds: string[]) {
   if (hostIds.length === 0) return [];
@@ -168,7 +170,9 @@ export async function touchHosts(db: Db, organisationId: string, since: Date, ho
       update hosts h set last_seen_at = now(), gone_at = null, updated_at = case when old.gone_at is not null then now() else h.updated_at end
       from (
         select id, gone_at from hosts
-        where organisation_id = ${organisationId} and id = any(${hostIds}::uuid[]) and (last_seen_at < ${since} or gone_at is not null)
+        where organisation_id = ${organisationId} and id = any(${hostIds}::uuid[])
+          and (gone_at is not null or last_seen_at < greatest(${since}::timestamptz, (
+            select max(started_at) from scan_sessions where organisation_id = ${organisationId} and state in ('dispatched', 'running'))))
         order by id for update
       ) old
       where h.organisation_id = ${organisationId} and h.id = old.id
@@ -434,19 +438,26 @@ export async function markAbsent(db: Db, o: string, session: { cidr: string; exc
 
 /**
  * A completed session marks gone the hosts of its site it no longer found: every address of the
- * host inside its CIDR (less its exclusions), the host not seen since the session started.
+ * host inside its CIDR (less its exclusions), the host not seen since the session started (a
+ * sighting by another session meanwhile moved last_seen_at: touchHosts). The rows are locked in
+ * id order, as touchHosts locks them, so a concurrent batch never waits on it in a cycle.
  * Returns their ids.
  */
 export async function markHostsGone(db: Db, o: string, session: { cidr: string; exclude_cidrs: string[]; since: Date; site_id: string | null }) {
   const r = await rows(
     sql<{ id: string }>`
       update hosts h set gone_at = now(), updated_at = now()
-      where h.organisation_id = ${o} and h.gone_at is null and h.last_seen_at < ${session.since} and h.site_id is not distinct from ${session.site_id}::uuid
-        and h.id in (select a.host_id from host_addresses a where a.organisation_id = ${o} and a.address <<= ${session.cidr}::cidr)
-        and not exists (
-          select 1 from host_addresses a where a.organisation_id = ${o} and a.host_id = h.id
-            and (not (a.address <<= ${session.cidr}::cidr) or exists (select 1 from unnest(${session.exclude_cidrs}::cidr[]) e where a.address <<= e))
-        )
+      from (
+        select g.id from hosts g
+        where g.organisation_id = ${o} and g.gone_at is null and g.last_seen_at < ${session.since} and g.site_id is not distinct from ${session.site_id}::uuid
+          and g.id in (select a.host_id from host_addresses a where a.organisation_id = ${o} and a.address <<= ${session.cidr}::cidr)
+          and not exists (
+            select 1 from host_addresses a where a.organisation_id = ${o} and a.host_id = g.id
+              and (not (a.address <<= ${session.cidr}::cidr) or exists (select 1 from unnest(${session.exclude_cidrs}::cidr[]) e where a.address <<= e))
+          )
+        order by g.id for update
+      ) gone
+      where h.organisation_id = ${o} and h.id = gone.id
       returning h.id`,
     db,
   );

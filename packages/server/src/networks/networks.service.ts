@@ -36,7 +36,7 @@ export async function patchNetwork(db: Kysely<DB>, actor: OrgActor, id: string, 
       topPortsTcp: input.topPortsTcp,
       topPortsUdp: input.topPortsUdp,
       nmapEnabled: input.nmap?.enabled,
-      nmapScripts: input.nmap ? [...new Set(input.nmap.scripts)] : undefined,
+      nmapScripts: input.nmap?.scripts ? [...new Set(input.nmap.scripts)] : undefined,
     });
     const after = await networkOrThrow(trx, org, id);
     const changes = Object.fromEntries(

@@ -155,7 +155,7 @@ const subjectName = sql<string | null>`case e.subject_type
   when 'job' then e.data->>'job'
   when 'scan_session' then coalesce(
     (select coalesce(n.name, n.cidr::text) from scan_sessions ss join networks n on n.organisation_id = ss.organisation_id and n.id = ss.network_id
-     where ss.organisation_id = e.organisation_id and ss.id::text = e.subject_id),
+     where ss.organisation_id = e.organisation_id and ss.id = e.subject_id::uuid),
     e.data->>'cidr')
   when 'notification_destination' then e.data->>'name'
 end`;

@@ -96,12 +96,16 @@ export function findNetworkForScan(db: Kysely<DB>, organisationId: string, id: s
     .select(['id', 'site_id', sql<string>`cidr::text`.as('cidr'), sql<string[]>`exclude_cidrs::text[]`.as('exclude_cidrs'), 'top_ports_tcp', 'top_ports_udp', 'nmap_enabled', 'nmap_scripts'])
     .where('organisation_id', '=', organisationId)
     .where('id', '=', id)
+    // Shared lock: a delete of the network waits for the session, or the session sees it gone (404).
+    .forShare()
     .executeTakeFirst();
 }
 
 /**
  * Online daemons that may scan the network, most recently heard first: those of its site, or for
- * a network without a site those whose reported CIDRs contain it.
+ * a network without a site those whose reported CIDRs contain it. Locked shared: a daemon being
+ * disabled or removed meanwhile is waited for and then re-checked, so a session is never queued
+ * on a daemon that will never take it.
  */
 export function candidateDaemons(db: Kysely<DB>, organisationId: string, network: { site_id: string | null; cidr: string }) {
   let q = db
@@ -114,7 +118,7 @@ export function candidateDaemons(db: Kysely<DB>, organisationId: string, network
   q = network.site_id
     ? q.where('site_id', '=', network.site_id)
     : q.where(sql<boolean>`exists (select 1 from unnest(network_cidrs) c where c >>= ${network.cidr}::cidr)`);
-  return q.orderBy('last_heartbeat_at', 'desc').execute();
+  return q.orderBy('last_heartbeat_at', 'desc').forShare().execute();
 }
 
 export async function insertSession(

@@ -101,6 +101,8 @@ export async function createScan(db: Kysely<DB>, actor: Actor & { organisationId
   } catch (e) {
     // Two requests for one network at once: the unique index on active sessions refuses the second.
     if ((e as { code?: string }).code === '23505') throw await alreadyActive(db);
+    // The network or the daemon went (deleted, removed) between the checks and the insert.
+    if ((e as { code?: string }).code === '23503') throw new AppError('not_found', `No network ${input.networkId}, or its daemon was removed meanwhile; nothing was queued.`);
     throw e;
   }
 }

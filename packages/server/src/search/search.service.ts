@@ -32,7 +32,7 @@ export async function search(db: Kysely<DB>, organisationId: string, q: string, 
   const filter = serviceFilterOf(q);
   const address = parseIp(q) || parseCidr(q) ? q : null;
   const [hostRows, serviceRows, serviceTotal, cves, networks] = await Promise.all([
-    inventoryRepo.listHosts(db, { organisationId, after: 0, take: SEARCH_HOST_COUNT_CAP + 1 }, { search: classifySearch(q) }),
+    inventoryRepo.listHosts(db, { organisationId, after: 0, take: SEARCH_HOST_COUNT_CAP + 1 }, { search: classifySearch(q), gone: 'exclude' }),
     inventoryRepo.listServices(db, { organisationId, after: 0, take: limit }, { ...filter, gone: 'exclude' }),
     inventoryRepo.countServices(db, organisationId, { ...filter, gone: 'exclude' }),
     repo.cvesByPrefix(db, organisationId, q, limit),

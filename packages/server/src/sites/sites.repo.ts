@@ -52,18 +52,19 @@ export async function setDaemonSite(db: Kysely<DB>, organisationId: string, id: 
   if (previousSiteId !== siteId) await logChanges(db, organisationId, 'site', sites, 'updated');
 }
 
-/** What a site still holds: its hosts, networks and daemons (removed daemons aside). */
-export async function siteHoldings(db: Kysely<DB>, organisationId: string, id: string): Promise<{ hosts: number; networks: number; daemons: number }> {
-  const r = await sql<{ hosts: number; networks: number; daemons: number }>`
+/** What a site still holds: its hosts, networks, daemons (removed daemons aside) and snapshots. */
+export async function siteHoldings(db: Kysely<DB>, organisationId: string, id: string): Promise<{ hosts: number; networks: number; daemons: number; snapshots: number }> {
+  const r = await sql<{ hosts: number; networks: number; daemons: number; snapshots: number }>`
     select (select count(*) from hosts where organisation_id = ${organisationId} and site_id = ${id})::int as hosts,
            (select count(*) from networks where organisation_id = ${organisationId} and site_id = ${id})::int as networks,
-           (select count(*) from daemons where organisation_id = ${organisationId} and site_id = ${id} and removed_at is null)::int as daemons`.execute(db);
+           (select count(*) from daemons where organisation_id = ${organisationId} and site_id = ${id} and removed_at is null)::int as daemons,
+           (select count(*) from snapshots where organisation_id = ${organisationId} and site_id = ${id})::int as snapshots`.execute(db);
   return r.rows[0]!;
 }
 
 /**
  * Deletes a site, locked first, with its topology views (built from its hosts, so meaningless
- * without it); snapshots of it stay with no site. Logs the site and each view as deleted.
+ * without it). The service refuses a site with snapshots. Logs the site and each view as deleted.
  */
 export async function deleteSite(db: Kysely<DB>, organisationId: string, id: string): Promise<void> {
   const views = await db.deleteFrom('topologies').where('organisation_id', '=', organisationId).where('site_id', '=', id).returning('id').execute();

@@ -43,14 +43,16 @@ export async function renameSite(db: Kysely<DB>, actor: OrgActor, id: string, in
 }
 
 /** "3 hosts, 1 network and 2 daemons": what a site still holds, in words. */
-function holdingsText(h: { hosts: number; networks: number; daemons: number }): string {
-  const parts = ([['host', h.hosts], ['network', h.networks], ['daemon', h.daemons]] as const).filter(([, n]) => n > 0).map(([w, n]) => `${n} ${w}${n === 1 ? '' : 's'}`);
+function holdingsText(h: { hosts: number; networks: number; daemons: number; snapshots: number }): string {
+  const parts = ([['host', h.hosts], ['network', h.networks], ['daemon', h.daemons], ['snapshot', h.snapshots]] as const).filter(([, n]) => n > 0).map(([w, n]) => `${n} ${w}${n === 1 ? '' : 's'}`);
   return parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts.at(-1)}` : parts[0]!;
 }
 
 /**
- * Deletes an empty site: one that holds no host, network or daemon (409 `conflict` naming what it
- * still holds). Its topology views go with it; snapshots of it stay with no site.
+ * Deletes an empty site: one that holds no host, network, daemon or snapshot (409 `conflict`
+ * naming what it still holds). A snapshot of a site keeps that scope (its diff and attestation
+ * say so) and snapshots are never pruned (spec 8): a site with snapshots stays. Its topology
+ * views go with it.
  */
 export async function deleteSite(db: Kysely<DB>, actor: OrgActor, id: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
@@ -59,6 +61,9 @@ export async function deleteSite(db: Kysely<DB>, actor: OrgActor, id: string): P
     const held = await repo.siteHoldings(trx, actor.organisationId, id);
     if (held.hosts + held.networks + held.daemons > 0) {
       throw new AppError('conflict', `Site ${site.code} still holds ${holdingsText(held)}; move or delete them first, then delete the site.`, { holds: held });
+    }
+    if (held.snapshots > 0) {
+      throw new AppError('conflict', `Site ${site.code} has ${holdingsText({ ...held, hosts: 0, networks: 0, daemons: 0 })} taken of it; snapshots keep their site's scope and are never deleted, so the site stays.`, { holds: held });
     }
     await repo.deleteSite(trx, actor.organisationId, id);
     await recordAudit(trx, actor, { organisationId: actor.organisationId, action: 'site.deleted', targetType: 'site', targetId: id, changes: { code: site.code, name: site.name } });

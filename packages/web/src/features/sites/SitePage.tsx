@@ -32,7 +32,7 @@ const daemonColumns: ColumnDef<DaemonSummary>[] = [
   { header: 'Last heartbeat', accessorKey: 'lastHeartbeatAt', cell: ({ row }) => (row.original.lastHeartbeatAt ? <time dateTime={row.original.lastHeartbeatAt} title={dateTime(row.original.lastHeartbeatAt)}>{ago(row.original.lastHeartbeatAt)}</time> : 'never') },
 ];
 
-/** "Delete site", confirmed; a site still holding hosts, networks or daemons is refused by the API, whose detail says what it holds. */
+/** "Delete site", confirmed; a site still holding hosts, networks, daemons or snapshots is refused by the API, whose detail says what it holds. */
 function DeleteSite({ id, code, onCancel }: { id: string; code: string; onCancel: () => void }) {
   const client = useQueryClient();
   const navigate = useNavigate();
