@@ -69,7 +69,9 @@ export async function buildLab(specs: LabHostSpec[], opts: { lldp?: boolean } = 
   const bridge = `svbr${id}`;
   const [a, b, c] = [...randomBytes(3)];
   const v4net = `10.${200 + (a! % 50)}.${b}`;
-  const v6net = `fd5e:${a!.toString(16)}${b!.toString(16).padStart(2, '0')}:${c!.toString(16)}::`;
+  // Written canonically (RFC 5952: no leading zeros in a group, no zero group before the `::`), as
+  // the daemon and the server print addresses: a test comparing the texts must not depend on the draw.
+  const v6net = `fd5e:${((a! << 8) | b!).toString(16)}:${((c! % 255) + 1).toString(16)}::`;
   const dir = mkdtempSync(join(tmpdir(), 'surveyor-lab-'));
   chmodSync(dir, 0o755); // lldpd's unprivileged half reaches its control socket here
   const namespaces: string[] = [];
