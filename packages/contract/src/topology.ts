@@ -174,6 +174,7 @@ export const TopologyGraphQuery = z.strictObject({
 export type TopologyGraphQuery = z.infer<typeof TopologyGraphQuery>;
 
 export const UpdateTopologyBody = z.strictObject({ groupBy: TopologyGroupBy });
+export type UpdateTopologyBody = z.infer<typeof UpdateTopologyBody>;
 
 export const TopologySearchQuery = z.strictObject({ q: Text.min(1).max(200) });
 export const TopologySearchResponse = z.object({
