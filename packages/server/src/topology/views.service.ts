@@ -185,8 +185,8 @@ async function topologyOr404(db: Kysely<DB>, organisationId: string, id: string,
   return t;
 }
 
-const many = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-const FOLD_WORDS: Record<string, string> = { link: 'link', subnet: 'address', route: 'route', dependency: 'call' };
+const FOLD_WORDS: Record<string, [string, string]> = { link: ['link', 'links'], subnet: ['address', 'addresses'], route: ['route', 'routes'], dependency: ['call', 'calls'] };
+const many = (n: number, kind: string) => `${n} ${(FOLD_WORDS[kind] ?? ['edge', 'edges'])[n === 1 ? 0 : 1]}`;
 
 /** The label of a node from the current rows: a host's name, a network's (a group by network says its block). */
 function currentLabel(n: repo.NodeRow): string {
@@ -260,7 +260,7 @@ async function graphOf(db: Kysely<DB>, organisationId: string, t: repo.TopologyR
     const ports = e.ports?.map(Number) ?? [];
     const vlans = [...new Set((e.vlans ?? []).flat(2).filter((v): v is number => typeof v === 'number'))].sort((a, b) => a - b);
     const label = [
-      many(e.edges, FOLD_WORDS[e.kind] ?? 'edge'),
+      many(e.edges, e.kind),
       ports.length ? `port${ports.length === 1 ? '' : 's'} ${ports.slice(0, 3).join(', ')}${ports.length > 3 ? '…' : ''}` : '',
       e.bytes ? formatBytes(e.bytes) : '',
       vlans.length ? `VLAN ${vlans.slice(0, 5).join(',')}${vlans.length > 5 ? '…' : ''}` : '',
