@@ -304,7 +304,7 @@ const out = [
   '## Topology views at scale (issue 24)',
   '',
   `The work of the job topology.dependencies for one organisation (\`rebuildDependencies\` then \`buildViews\`: every view of the organisation) on ${version}, ` +
-    `${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version} (${new Date().toISOString().slice(0, 10)}; load average ${loadAtStart.toFixed(1)} at the start, ${os.loadavg()[0].toFixed(1)} at the end: other work shares the cores when above 0). Run: \`npm run bench\` (or \`node bench/topology-views.mjs\` after a build). ` +
+    `${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version} (${new Date().toISOString().slice(0, 10)}; load average ${loadAtStart.toFixed(1)} at the start, ${os.loadavg()[0].toFixed(1)} at the end; the bench itself counts about 1, more is other work on the same cores). Run: \`npm run bench\` (or \`node bench/topology-views.mjs\` after a build). ` +
     'One site per organisation: its hosts over 10.60.0.0/16, split into four /20 networks (offices) and four /22 (data centre), 10% outside every network (in 10.60.128.0/18), one in twenty with an IPv6 address too; ' +
     'a few dozen LLDP switches (inventory hosts, each reported by the hosts of its range, every other host) and two unmanaged devices; ' +
     `every data-centre host offers three TCP services and every host calls ${PAIRS_PER_HOST} of them (${FLOWS_PER_PAIR} flow records a pair, in the last 24 h, in the daily partitions of \`flows\`). ` +
