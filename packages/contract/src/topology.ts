@@ -126,12 +126,12 @@ export const TopologyNode = z.object({
 export type TopologyNode = z.infer<typeof TopologyNode>;
 
 export const TopologyEdge = z.object({
-  id: z.string().describe('Stable: `link:…` (LLDP/CDP, one per LAG), `subnet:…` (an address in a network), `route:…`, `dep:<host id>|<service id>`; `agg:<kind>:<source>|<target>` for edges folded into one.'),
+  id: z.string().describe('Stable: `link:…` (LLDP/CDP, one per LAG), `subnet:…` (an address in a network), `route:…`, `dep:<host id>|<service id>`; `agg:<kind>:<hash of its ends>` for edges folded into one.'),
   source: z.string(),
   target: z.string(),
   kind: z.enum(['link', 'subnet', 'route', 'dependency']),
   label: z.string(),
-  data: z.record(z.string(), z.unknown()).describe('Folded edges (`edges` > 1): `edges`, and per kind `bytes`, `flows`, `ports` (the most used first), `vlans`.'),
+  data: z.record(z.string(), z.unknown()).describe('Folded edges (`edges` > 1): `edges`; calls also `bytes`, `flows` and `ports` (the most used first), links `vlans`.'),
   edges: z.number().int().describe('How many edges of the view this one stands for (1, or more where an end is a closed group).'),
 });
 export type TopologyEdge = z.infer<typeof TopologyEdge>;

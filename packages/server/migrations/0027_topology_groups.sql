@@ -11,7 +11,12 @@ ALTER TABLE topologies ADD COLUMN facets jsonb NOT NULL DEFAULT '{"vlans": [], "
 
 ALTER TABLE topology_nodes ADD COLUMN group_id text;
 ALTER TABLE topology_nodes ADD COLUMN ref_id uuid;
-CREATE INDEX topology_nodes_group_idx ON topology_nodes (organisation_id, topology_id, group_id);
+-- A view's top level, and the members of open groups. Partial, so that neither can serve a lookup
+-- by node id (the foreign-key checks of topology_edges): with no statistics yet (a first build)
+-- the planner would cost a (organisation, topology, group) index like the primary key, and each
+-- inserted edge would read every node of its view.
+CREATE INDEX topology_nodes_top_idx ON topology_nodes (organisation_id, topology_id) WHERE group_id IS NULL;
+CREATE INDEX topology_nodes_member_idx ON topology_nodes (organisation_id, topology_id, group_id) WHERE group_id IS NOT NULL;
 
 ALTER TABLE topology_edges ADD COLUMN source_group text;
 ALTER TABLE topology_edges ADD COLUMN target_group text;

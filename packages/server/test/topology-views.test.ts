@@ -13,6 +13,7 @@ import { addHost } from './fixtures.js';
 import { type SeededOrg, type TestApp, bearer, buildTestApp, login, seedMemberWithKey, seedOrg } from './helpers.js';
 import { type Json, type Scanning, createNetwork, ingest, scanningOrg, startSession } from './scanning.js';
 import { daemonHeaders } from './daemon-client.js';
+import { decodeDrawio } from './drawio-decode.js';
 
 // Topology views (issue #15): built from what daemons report (LLDP/CDP, VLANs, LAGs, routes,
 // addresses; flows), through the real endpoints and the job runner, on PostgreSQL and PGlite.
@@ -383,7 +384,11 @@ describe('topology views: build, positions, share links, exports (issue #15; spe
   });
 
   describe('exports (decisions.md "Other")', () => {
-    /** Exports a view as draw.io, parses it with a real XML parser and checks it cell by cell against the view's graph. */
+    /**
+     * Exports a view as draw.io, reads it with a real XML parser (the file's frame) and decodes its
+     * model with a real decoder of the format (maxGraph's Codec, drawio-decode.ts), then checks it
+     * cell by cell against the view's graph.
+     */
     const drawio = async (view: string, fileName: RegExp) => {
       const g = await graph(view);
       const res = await req('GET', `/api/v1/topology/${view}/export/drawio`, owner);
@@ -393,10 +398,7 @@ describe('topology views: build, positions, share links, exports (issue #15; spe
       expect(XMLValidator.validate(res.body)).toBe(true);
       const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => name === 'mxCell' }).parse(res.body);
       expect(doc.mxfile.diagram).toMatchObject({ id: view, name: g.topology.name });
-      const cells = doc.mxfile.diagram.mxGraphModel.root.mxCell as Json[];
-      expect(cells.slice(0, 2)).toEqual([{ id: '0' }, { id: '1', parent: '0' }]);
-      const vertices = cells.filter((c) => c.vertex === '1');
-      const edges = cells.filter((c) => c.edge === '1');
+      const { vertices, edges } = await decodeDrawio(res.body);
       expect(vertices.map((v) => v.id).sort()).toEqual(g.nodes.map((n: Json) => n.id).sort());
       expect(edges.map((e) => e.id).sort()).toEqual(g.edges.map((e: Json) => e.id).sort());
       const byId = new Map<string, Json>(g.nodes.map((n: Json) => [n.id, n]));
@@ -407,18 +409,17 @@ describe('topology views: build, positions, share links, exports (issue #15; spe
         const parent = n.group ? byId.get(n.group) : undefined;
         expect(v.parent).toBe(parent?.id ?? '1');
         if (n.kind === 'group' && n.expanded) expect(v.style).toMatch(/^swimlane;container=1;/);
-        expect({ x: Number(v.mxGeometry.x), y: Number(v.mxGeometry.y), w: Number(v.mxGeometry.width), h: Number(v.mxGeometry.height) }, n.id)
-          .toEqual({ x: n.x - (parent?.x ?? 0), y: n.y - (parent?.y ?? 0), w: n.width, h: n.height });
+        expect(v.geometry, n.id).toEqual({ x: n.x - (parent?.x ?? 0), y: n.y - (parent?.y ?? 0), width: n.width, height: n.height });
       }
       for (const e of g.edges as Json[]) expect(edges.find((c) => c.id === e.id), e.id).toMatchObject({ source: e.source, target: e.target, value: e.label });
       return { vertices, edges };
     };
 
-    it('drawio: an mxfile that a real XML parser reads, one vertex per node at its saved position, one edge per edge, stable ids', async () => {
+    it('drawio: an mxfile that maxGraph\'s decoder reads, one vertex per node at its saved position, one edge per edge, stable ids', async () => {
       const { vertices } = await drawio(networkView, /^attachment; filename="Network-dc1\.drawio"$/);
       // The saved position of the earlier test is what the file carries (relative to the group holding it).
       const frame = (await graph(networkView)).nodes.find((n: Json) => n.id === `group:subnet:net:${net1}`);
-      expect(vertices.find((v) => v.id === `host:${ids[WEB_NAME]}`)!.mxGeometry).toMatchObject({ x: String(1234.5 - frame.x), y: String(-50 - frame.y) });
+      expect(vertices.find((v) => v.id === `host:${ids[WEB_NAME]}`)!.geometry).toMatchObject({ x: 1234.5 - frame.x, y: -50 - frame.y });
     });
 
     it('drawio of an application view: its hosts as vertices, one dependency edge per (caller, service), the label escaped and read back', async () => {

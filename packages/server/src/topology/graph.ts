@@ -129,34 +129,13 @@ export function networkGraph(input: NetworkInputs): Graph {
 }
 
 /**
- * The application view of a scope: the hosts of its dependency edges, one edge per (calling host,
- * called service) labelled with the service; each host lists the services it offers in the view.
+ * The nodes of the application view of a scope: the hosts of its dependency edges, each with the
+ * services it is called on (and the one called most, for the service grouping). The edges, one per
+ * (calling host, called service), are stored by the database itself (views.repo storeDependencyEdges).
  */
-export function applicationGraph(deps: repo.DependencyRow[], labels: Map<string, { label: string; addresses: string[] }>): Graph {
-  const nodes = new Map<string, GraphNode>();
-  const offered = new Map<string, Set<string>>();
-  const ids = new Map<string, string>(); // host id → its node id: one string per host, not one per edge end
-  const node = (hostId: string) => {
-    let id = ids.get(hostId);
-    if (id !== undefined) return id;
-    id = hostNode(hostId);
-    ids.set(hostId, id);
-    nodes.set(id, { id, kind: 'host', label: labels.get(hostId)?.label ?? hostId, refId: hostId, data: { hostId, addresses: labels.get(hostId)?.addresses ?? [], services: [] } });
-    return id;
-  };
-  const edges = deps.map((d): GraphEdge => {
-    const service = d.service_name ?? `${d.port}/${d.protocol}`;
-    const target = node(d.dst_host_id);
-    offered.set(target, (offered.get(target) ?? new Set()).add(service));
-    return {
-      id: `dep:${d.src_host_id}|${d.dst_service_id}`,
-      source: node(d.src_host_id),
-      target,
-      kind: 'dependency',
-      label: `${d.service_name ? `${d.service_name} ` : ''}${d.port}/${d.protocol}`,
-      data: { serviceId: d.dst_service_id, service, port: d.port, protocol: d.protocol, bytes: Number(d.bytes), flows: Number(d.flows), lastSeenAt: d.last_seen_at },
-    };
-  });
-  for (const [id, s] of offered) nodes.get(id)!.data.services = sortedUnique(s);
-  return { nodes: [...nodes.values()], edges };
+export function applicationNodes(hosts: repo.ApplicationHostRow[]): GraphNode[] {
+  return hosts.map((h) => ({
+    id: hostNode(h.id), kind: 'host', label: h.label, refId: h.id,
+    data: { hostId: h.id, addresses: h.addresses, services: h.services, calledMost: h.called_most },
+  }));
 }

@@ -126,10 +126,9 @@ export function groupGraph(graph: Graph, groupBy: TopologyGroupBy, places: Map<s
       if (place?.serves) return { key: 'role:~server', label: 'Servers (offer a service)', refId: null, data: { role: 'server' } };
     } else if (groupBy === 'service') {
       const m = calls.get(n.id);
-      if (m?.size) {
-        const [service] = [...m].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0]!;
-        return { key: `service:${service}`, label: service, refId: null, data: { service } };
-      }
+      // The service called most: from the graph's edges, or as the database counted it (application views).
+      const service = m?.size ? [...m].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0]![0] : typeof n.data.calledMost === 'string' ? n.data.calledMost : null;
+      if (service) return { key: `service:${service}`, label: service, refId: null, data: { service } };
     }
     return subnetKey(places.get(hostOf(n)), outsideLevel);
   };

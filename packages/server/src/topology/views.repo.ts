@@ -145,23 +145,61 @@ export async function hostLabels(db: Kysely<DB>, organisationId: string, ids: st
 
 // --- What an application view is built from -------------------------------------------------
 
-export interface DependencyRow {
-  src_host_id: string;
-  dst_host_id: string;
-  dst_service_id: string;
-  service_name: string | null;
-  port: number;
-  protocol: string;
-  bytes: number;
-  flows: number;
-  last_seen_at: string;
+/** A host of an application view: its label, addresses, the services it is called on and the one called most (by flows). */
+export interface ApplicationHostRow { id: string; label: string; addresses: string[]; services: string[]; called_most: string | null }
+
+/** How a called service is named in an application view: its name, else port/protocol. */
+const serviceName = (s: string) => sql`coalesce(${sql.ref(`${s}.name`)}, ${sql.ref(`${s}.port`)} || '/' || ${sql.ref(`${s}.protocol`)})`;
+
+/** The hosts of a scope's dependency edges (callers and called), aggregated in the database. */
+export async function applicationHosts(db: Kysely<DB>, organisationId: string, siteId: string | null): Promise<ApplicationHostRow[]> {
+  return (await sql<ApplicationHostRow>`
+    with d as (
+      select e.src_host_id, e.dst_host_id, e.dst_service_id, e.flows from dependency_edges e
+      where e.organisation_id = ${organisationId} and ${inScope('e.site_id', siteId)}
+    ), ids as (
+      select src_host_id as id from d union select dst_host_id from d
+    ), offered as (
+      select d.dst_host_id as id, ${serviceName('s')} as service, sum(d.flows) as flows
+      from d join services s on s.organisation_id = ${organisationId} and s.id = d.dst_service_id group by 1, 2
+    )
+    select h.id,
+      coalesce(h.hostname, h.fqdn, (select host(a.address) from host_addresses a where a.organisation_id = h.organisation_id and a.host_id = h.id order by a.address limit 1), h.id::text) as label,
+      array(select host(a.address) from host_addresses a where a.organisation_id = h.organisation_id and a.host_id = h.id order by a.address) as addresses,
+      array(select o.service from offered o where o.id = h.id order by o.service) as services,
+      (select o.service from offered o where o.id = h.id order by o.flows desc, o.service limit 1) as called_most
+    from ids join hosts h on h.organisation_id = ${organisationId} and h.id = ids.id
+    order by h.id`.execute(db)).rows;
 }
-export async function scopeDependencies(db: Kysely<DB>, organisationId: string, siteId: string | null): Promise<DependencyRow[]> {
-  return (await sql<DependencyRow>`
-    select e.src_host_id, e.dst_host_id, e.dst_service_id, s.name as service_name, s.port, s.protocol, e.bytes::float8 as bytes, e.flows::float8 as flows, ${rfc3339('e.last_seen_at')} as last_seen_at
-    from dependency_edges e join services s on s.organisation_id = e.organisation_id and s.id = e.dst_service_id
-    where e.organisation_id = ${organisationId} and ${inScope('e.site_id', siteId)}
-    order by e.src_host_id, e.dst_service_id`.execute(db)).rows;
+
+/**
+ * A scope's dependency edges stored as the view's edges, in the database (never held in the
+ * process, whatever their number): one `dep:<calling host>|<service>` edge per dependency edge,
+ * labelled with the service, with the groups of its ends read from the view's nodes (stored first).
+ */
+export async function storeDependencyEdges(db: Kysely<DB>, organisationId: string, topologyId: string, siteId: string | null): Promise<number> {
+  const r = await sql`
+    insert into topology_edges (organisation_id, topology_id, edge_id, source, target, kind, label, data, source_group, target_group)
+    select ${organisationId}, ${topologyId}, 'dep:' || e.src_host_id || '|' || e.dst_service_id, ns.node_id, nt.node_id, 'dependency',
+      coalesce(s.name || ' ', '') || s.port || '/' || s.protocol,
+      jsonb_build_object('serviceId', s.id, 'service', ${serviceName('s')}, 'port', s.port, 'protocol', s.protocol,
+        'bytes', e.bytes::float8, 'flows', e.flows::float8, 'lastSeenAt', ${rfc3339('e.last_seen_at')}),
+      ns.group_id, nt.group_id
+    from dependency_edges e
+    join services s on s.organisation_id = e.organisation_id and s.id = e.dst_service_id
+    join topology_nodes ns on ns.organisation_id = e.organisation_id and ns.topology_id = ${topologyId} and ns.node_id = 'host:' || e.src_host_id
+    join topology_nodes nt on nt.organisation_id = e.organisation_id and nt.topology_id = ${topologyId} and nt.node_id = 'host:' || e.dst_host_id
+    where e.organisation_id = ${organisationId} and ${inScope('e.site_id', siteId)}`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
+}
+
+/** The distinct (drawn source, drawn target) pairs of a view with every group closed: what the top level is laid out by. */
+export async function topLevelPairs(db: Kysely<DB>, organisationId: string, topologyId: string): Promise<{ id: string; source: string; target: string }[]> {
+  return (await sql<{ id: string; source: string; target: string }>`
+    select p.source || '|' || p.target as id, p.source, p.target from (
+      select distinct coalesce(source_group, source) as source, coalesce(target_group, target) as target
+      from topology_edges where organisation_id = ${organisationId} and topology_id = ${topologyId}
+    ) p where p.source <> p.target order by 1`.execute(db)).rows;
 }
 
 // --- The stored view ------------------------------------------------------------------------

@@ -19,12 +19,13 @@ import {
   VIEW_NODE_HEIGHT,
   VIEW_NODE_WIDTH,
 } from '@surveyor/contract';
+import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
 import { hashToken, mintToken, tokenPrefixes } from '../auth/tokens.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
-import { type Graph, type GraphNode, applicationGraph, networkGraph } from './graph.js';
+import { type Graph, type GraphNode, applicationNodes, networkGraph } from './graph.js';
 import { type HostPlace, groupGraph, netLabel } from './groups.js';
 import { memberGrid, type Point, placeNodes } from './layout.js';
 import * as repo from './views.repo.js';
@@ -36,12 +37,14 @@ export const toView = (t: repo.TopologyRow): TopologyView => ({
   groupBy: t.group_by, groupCount: t.group_count,
 });
 
-/** The member-level graph of a view (every host, device, network and edge), and the names of its VLANs. */
+/**
+ * The member-level graph of a view (every host, device, network and edge), and the names of its
+ * VLANs. An application view's edges (one per dependency edge, hundreds of thousands at a large
+ * site) stay in the database: its graph has the hosts only, and `storeDependencyEdges` stores them.
+ */
 async function buildGraph(db: Kysely<DB>, organisationId: string, t: repo.TopologyRow): Promise<{ graph: Graph; vlanNames: Map<number, string | null> }> {
   if (t.kind === 'application') {
-    const deps = await repo.scopeDependencies(db, organisationId, t.site_id);
-    const labels = await repo.hostLabels(db, organisationId, deps.flatMap((d) => [d.src_host_id, d.dst_host_id]));
-    return { graph: applicationGraph(deps, labels), vlanNames: new Map() };
+    return { graph: { nodes: applicationNodes(await repo.applicationHosts(db, organisationId, t.site_id)), edges: [] }, vlanNames: new Map() };
   }
   const [hosts, vlans, lags, neighbours, memberships, routes] = [
     await repo.scopeHosts(db, organisationId, t.site_id),
@@ -91,21 +94,16 @@ async function buildView(db: Kysely<DB>, organisationId: string, topologyId: str
     if (t.group_by === 'subnet') dropOwnNetworks(graph, groups, groupOf);
 
     const top = [...graph.nodes.filter((n) => !groupOf.has(n.id)), ...groups];
-    const up = (id: string) => groupOf.get(id) ?? id;
-    const folded = new Map<string, { id: string; source: string; target: string }>();
-    for (const e of graph.edges) {
-      const [a, b] = [up(e.source), up(e.target)];
-      if (a !== b && !folded.has(`${a}|${b}`)) folded.set(`${a}|${b}`, { id: `${a}|${b}`, source: a, target: b });
-    }
     const kept = await repo.savedPositions(trx, organisationId, topologyId);
     const keptTop = new Map<string, Point>();
     for (const n of top) {
       const k = kept.get(n.id);
       if (k && k.group === null) keptTop.set(n.id, k);
     }
-    const topPos = placeNodes(top, [...folded.values()], keptTop);
+    // Members are placed now (a grid in address order, or where they were saved in the same group);
+    // the top level once the edges are stored, from the pairs they fold into.
     const byId = new Map(graph.nodes.map((n) => [n.id, n]));
-    const stored: repo.StoredNode[] = top.map((n) => ({ id: n.id, kind: n.kind, label: n.label, data: n.data, ...topPos.get(n.id)!, group: null, refId: n.refId ?? null }));
+    const stored: repo.StoredNode[] = top.map((n) => ({ id: n.id, kind: n.kind, label: n.label, data: n.data, ...(keptTop.get(n.id) ?? { x: 0, y: 0 }), group: null, refId: n.refId ?? null }));
     for (const [group, ids] of members) {
       const grid = memberGrid(ids.length);
       ids.forEach((id, i) => {
@@ -116,14 +114,17 @@ async function buildView(db: Kysely<DB>, organisationId: string, topologyId: str
       });
     }
     await repo.replaceView(trx, organisationId, topologyId, stored, graph.edges, groupOf);
+    const edgeCount = t.kind === 'application' ? await repo.storeDependencyEdges(trx, organisationId, topologyId, t.site_id) : graph.edges.length;
+    const topPos = placeNodes(top, await repo.topLevelPairs(trx, organisationId, topologyId), keptTop);
+    const moved = top.filter((n) => !keptTop.has(n.id)).map((n) => ({ nodeId: n.id, ...topPos.get(n.id)! }));
+    if (moved.length) await repo.savePositions(trx, organisationId, topologyId, moved);
 
     const usedVlans = new Set<number>();
     for (const x of [...graph.nodes, ...graph.edges]) if (Array.isArray(x.data.vlans)) for (const v of x.data.vlans as number[]) usedVlans.add(v);
-    const facets = {
-      vlans: [...usedVlans].sort((a, b) => a - b).map((id) => ({ id, name: vlanNames.get(id) ?? null })),
-      services: [...new Set(graph.edges.map((e) => e.data.service).filter((x): x is string => typeof x === 'string'))].sort(),
-    };
-    await repo.markBuilt(trx, organisationId, topologyId, { nodes: graph.nodes.length, edges: graph.edges.length, groups: groups.length, facets }, now);
+    const services = new Set<string>();
+    for (const n of graph.nodes) if (Array.isArray(n.data.services)) for (const v of n.data.services as string[]) services.add(v);
+    const facets = { vlans: [...usedVlans].sort((a, b) => a - b).map((id) => ({ id, name: vlanNames.get(id) ?? null })), services: [...services].sort() };
+    await repo.markBuilt(trx, organisationId, topologyId, { nodes: graph.nodes.length, edges: edgeCount, groups: groups.length, facets }, now);
   });
 }
 
@@ -186,6 +187,9 @@ async function topologyOr404(db: Kysely<DB>, organisationId: string, id: string,
 
 const FOLD_WORDS: Record<string, [string, string]> = { link: ['link', 'links'], subnet: ['address', 'addresses'], route: ['route', 'routes'], dependency: ['call', 'calls'] };
 const many = (n: number, kind: string) => `${n} ${(FOLD_WORDS[kind] ?? ['edge', 'edges'])[n === 1 ? 0 : 1]}`;
+
+/** A folded edge's id: stable for its ends and kind, short (its ends are in `source` and `target`). */
+const foldedId = (kind: string, source: string, target: string) => `agg:${kind}:${createHash('sha256').update(`${source}|${target}`).digest('base64url').slice(0, 16)}`;
 
 /** The label of a node from the current rows: a host's name, a network's (a group by network says its block). */
 function currentLabel(n: repo.NodeRow): string {
@@ -264,10 +268,9 @@ async function graphOf(db: Kysely<DB>, organisationId: string, t: repo.TopologyR
       e.bytes ? formatBytes(e.bytes) : '',
       vlans.length ? `VLAN ${vlans.slice(0, 5).join(',')}${vlans.length > 5 ? '…' : ''}` : '',
     ].filter(Boolean).join(' · ');
-    return {
-      id: `agg:${e.kind}:${e.source}|${e.target}`, source: e.source, target: e.target, kind: e.kind as TopologyEdge['kind'], label,
-      data: { edges: e.edges, bytes: e.bytes, flows: e.flows, ports, vlans }, edges: e.edges,
-    };
+    // Per kind what it carries (a first screen of thousands of folded calls stays small).
+    const data = e.kind === 'dependency' ? { edges: e.edges, bytes: e.bytes, flows: e.flows, ports } : e.kind === 'link' ? { edges: e.edges, vlans } : { edges: e.edges };
+    return { id: foldedId(e.kind, e.source, e.target), source: e.source, target: e.target, kind: e.kind as TopologyEdge['kind'], label, data, edges: e.edges };
   });
 
   if (filter.vlan !== null || filter.service !== null) {
