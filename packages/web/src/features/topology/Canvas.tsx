@@ -50,6 +50,7 @@ interface DrawnEdge {
   rect: Rect;
 }
 
+const middle = (r: Rect): Point => ({ x: r.x + r.width / 2, y: r.y + r.height / 2 });
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, Math.max(n - 1, 1))}…` : s);
 /** How many characters of `px` text fit in `width` (an average glyph is ~0.6 em). */
 const fits = (width: number, px: number) => Math.floor((width - 16) / (px * 0.6));
@@ -61,7 +62,15 @@ function detailOf(n: TopologyNode): string {
   if (n.kind === 'host') return strings(n.data.addresses)[0] ?? '';
   if (n.kind === 'network') return typeof n.data.cidr === 'string' ? n.data.cidr : 'network';
   if (n.kind === 'device') return typeof n.data.managementAddress === 'string' ? n.data.managementAddress : 'device (LLDP/CDP)';
-  return plural(memberCount(n), 'host');
+  return groupText(n).detail;
+}
+/** A group's title and second line: a block of a larger network shows the block, the network below. */
+function groupText(n: TopologyNode): { title: string; detail: string } {
+  const hosts = plural(memberCount(n), 'host');
+  const block = typeof n.data.block === 'string' ? n.data.block : null;
+  const at = block ? n.label.lastIndexOf(` · ${block}`) : -1;
+  if (block && at > 0) return { title: block + n.label.slice(at + 3 + block.length), detail: `${n.label.slice(0, at)} · ${hosts}` };
+  return { title: n.label, detail: hosts };
 }
 /** What a screen reader says of a node. */
 export function describeNode(n: TopologyNode): string {
@@ -107,7 +116,7 @@ const NodeBox = memo(function NodeBox({ d, lod, look, tabbable, movable }: { d: 
       <rect x={r.x} y={r.y} width={r.width} height={r.height} rx={group ? 8 : 6} />
       {group && <rect className="topo-stack" x={r.x + 4} y={r.y + r.height} width={r.width - 8} height={4} rx={2} />}
       {(group ? lod.group : lod.name) && (
-        <text x={r.x + 10} y={r.y + (group ? 23 : 19)} className={group ? 'topo-group-label' : undefined}>{clip(n.label, fits(group ? r.width - 24 : r.width, group ? TEXT.group : TEXT.node))}</text>
+        <text x={r.x + 10} y={r.y + (group ? 23 : 19)} className={group ? 'topo-group-label' : undefined}>{clip(group ? groupText(n).title : n.label, fits(group ? r.width - 24 : r.width, group ? TEXT.group : TEXT.node))}</text>
       )}
       {lod.detail && <text x={r.x + 10} y={r.y + (group ? 44 : 35)} className="topo-detail">{clip(detailOf(n), fits(r.width, TEXT.detail))}</text>}
       {group && lod.group && <text x={r.x + r.width - 14} y={r.y + 24} textAnchor="end" className="topo-toggle" aria-hidden>+</text>}
@@ -160,15 +169,20 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
   useEffect(() => {
     const el = svg.current;
     if (!el) return;
+    let last: Size | null = null;
     const measure = () => {
       const r = el.getBoundingClientRect();
-      setSize((s) => (s && s.width === r.width && s.height === r.height ? s : { width: r.width, height: r.height }));
+      if (last && last.width === r.width && last.height === r.height) return;
+      // The drawing point at the middle stays there (the details panel opening narrows the canvas).
+      if (last) setCamera(panBy(cam.current, (r.width - last.width) / 2, (r.height - last.height) / 2));
+      last = { width: r.width, height: r.height };
+      setSize(last);
     };
     measure();
     const o = new ResizeObserver(measure);
     o.observe(el);
     return () => o.disconnect();
-  }, []);
+  }, [setCamera]);
 
   // Nodes as drawn: positions from the server, moved by a drag in progress (a group carries its members).
   const base = useMemo(() => {
@@ -198,9 +212,11 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
     for (const e of graph.edges) {
       const s = drawn.get(e.source);
       const t = drawn.get(e.target);
-      if (!s || !t || s.frame || t.frame) continue;
-      const a = toBoxBorder(t.centre, s.centre, s.rect.width / 2, s.rect.height / 2);
-      const b = toBoxBorder(s.centre, t.centre, t.rect.width / 2, t.rect.height / 2);
+      if (!s || !t) continue;
+      // An open group's edges (its members' folded into one) leave from its frame.
+      const [sc, tc] = [s.frame ? middle(s.rect) : s.centre, t.frame ? middle(t.rect) : t.centre];
+      const a = toBoxBorder(tc, sc, s.rect.width / 2, s.rect.height / 2);
+      const b = toBoxBorder(sc, tc, t.rect.width / 2, t.rect.height / 2);
       out.push({ e, a, b, rect: segmentRect(a, b) });
     }
     return out;
@@ -240,13 +256,20 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
     if (!d || d.n.kind === 'group') return null;
     const nodes = new Set([d.id]);
     const touching = new Set<string>();
-    for (const { e } of edges) {
-      if (e.source === d.id || e.target === d.id) {
-        touching.add(e.id);
-        nodes.add(e.source);
-        nodes.add(e.target);
+    const touch = (id: string) => {
+      for (const { e } of edges) {
+        if (e.source === id || e.target === id) {
+          touching.add(e.id);
+          nodes.add(e.source);
+          nodes.add(e.target);
+        }
       }
-    }
+    };
+    touch(d.id);
+    // A member whose edges the server folded into its group's: those stand for its own.
+    if (!touching.size && d.n.group) touch(d.n.group);
+    // Its group's frame stays lit: it is where the node is.
+    if (d.n.group) nodes.add(d.n.group);
     return { nodes, edges: touching };
   }, [selected, drawn, edges]);
 
@@ -286,11 +309,23 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
     requestAnimationFrame(() => svg.current?.querySelector<SVGGElement>(`[data-node-id="${CSS.escape(id)}"]`)?.focus({ preventScroll: true }));
   }, []);
 
+  // A group opened or closed is drawn anew (a box becomes a frame): focus follows it once the answer is in.
+  const refocus = useRef<string | null>(null);
+  useEffect(() => {
+    const id = refocus.current;
+    if (!id) return;
+    refocus.current = null;
+    svg.current?.querySelector<SVGGElement>(`[data-node-id="${CSS.escape(id)}"]`)?.focus({ preventScroll: true });
+  }, [base]);
+
   const activate = (id: string) => {
     const d = drawn.get(id);
     if (!d) return;
     focusNode(id);
-    if (d.n.kind === 'group') onToggle(id);
+    if (d.n.kind === 'group') {
+      refocus.current = id;
+      onToggle(id);
+    }
     onSelect(id);
   };
 
@@ -442,10 +477,6 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
         {save.isPending && <span className="hint">Saving…</span>}
         {saved && !save.isPending && <span role="status" className="hint">Position of {saved} saved.</span>}
       </div>
-      <p id={hintId} className="hint topo-hint">
-        Drag the background (or Shift+scroll, or swipe sideways) to pan · scroll or pinch to zoom at the pointer · on the canvas: + − to zoom, 0 to fit, arrows to pan (on a node: to the next node) · Enter opens a group or shows a node · Esc closes the details
-        {admin ? ' · drag a node to move it (saved; a group carries its members)' : ''}
-      </p>
       <ErrorAlert error={save.error} />
       <div className="topo-stage">
         <svg
@@ -490,17 +521,24 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
             </g>
             {shown.boxes.map((d) => <NodeBox key={d.id} d={d} lod={stableLod} look={look(d.id)} tabbable={d.id === tabbable} movable={admin} />)}
             {stableLod.edge &&
-              shown.lines.map(({ e, a, b }) =>
-                e.label ? (
+              shown.lines.map(({ e, a, b }) => {
+                // A label only where its line is long enough to carry it (else it would sit on the boxes); the tooltip has it.
+                const label = clip(e.label, 36);
+                if (!label || Math.hypot(a.x - b.x, a.y - b.y) < label.length * TEXT.edge * 0.6 + 16) return null;
+                return (
                   <text key={`label-${e.id}`} className={`topo-edge-label${near && !near.edges.has(e.id) ? ' dim' : ''}`} x={(a.x + b.x) / 2} y={(a.y + b.y) / 2 - 4} textAnchor="middle">
-                    {clip(e.edges > 1 ? `${e.label} ×${e.edges}` : e.label, 36)}
+                    {label}
                   </text>
-                ) : null,
-              )}
+                );
+              })}
           </g>
         </svg>
         {showMinimap && size && bounds && <Minimap nodes={topLevel} bounds={bounds} view={visibleRect(camera, size)} onMove={(p) => setCamera(centreOn(p, size, cam.current.k))} />}
       </div>
+      <p id={hintId} className="hint topo-hint">
+        Drag the background, Shift+scroll or swipe sideways to pan · scroll or pinch to zoom at the pointer · on the canvas: + − zoom, 0 fits, arrows pan (on a node: go to the next node), Enter opens a group or shows a node, Esc closes the details
+        {admin ? ' · drag a node to move it (saved; a group carries its members)' : ''}
+      </p>
     </div>
   );
 }

@@ -77,7 +77,7 @@ function HostDetails({ node, hostId }: { node: TopologyNode; hostId: string }) {
         <ul className="topo-list">
           {list.slice(0, 8).map((s) => (
             <li key={s.id}>
-              <span className="mono">{s.port}/{s.protocol}</span> {s.name ?? ''} <span className="hint">{product(s)}</span>
+              <span className="mono">{s.port}/{s.protocol}</span> {s.name ?? ''} {product(s) !== '—' && <span className="hint">{product(s)}</span>}
             </li>
           ))}
           {list.length > 8 && <li className="hint">and {list.length - 8}{services.data?.hasMore ? '+' : ''} more</li>}
@@ -117,7 +117,7 @@ function HostDetails({ node, hostId }: { node: TopologyNode; hostId: string }) {
 }
 
 function GroupDetails({ node, graph, onToggle, onSelect }: { node: TopologyNode; graph: TopologyGraph; onToggle: (id: string) => void; onSelect: (id: string) => void }) {
-  const members = node.expanded ? graph.nodes.filter((n) => n.group === node.id) : [];
+  const members = useMemo(() => (node.expanded ? graph.nodes.filter((n) => n.group === node.id).sort((a, b) => a.label.localeCompare(b.label, undefined, { numeric: true })) : []), [graph, node]);
   const count = node.members ?? Number(node.data.members ?? 0);
   const hosts = node.data.hosts;
   return (
@@ -181,7 +181,10 @@ export function SidePanel({ node, graph, onClose, onToggle, onSelect }: { node: 
   const hostId = node.kind === 'host' ? text(node.data.hostId) : null;
   const edges = useMemo(() => graph.edges.filter((e) => e.source === node.id || e.target === node.id), [graph, node.id]);
   const kind = node.kind === 'group' ? 'Group' : node.kind === 'host' ? 'Host' : node.kind === 'network' ? 'Network' : 'Device (LLDP/CDP)';
-  useEffect(() => heading.current?.scrollIntoView({ block: 'nearest' }), [node.id]);
+  useEffect(() => {
+    // Braced: Chromium's scrollIntoView returns a promise, and an effect may return only its cleanup.
+    heading.current?.scrollIntoView({ block: 'nearest' });
+  }, [node.id]);
   return (
     <aside className="topo-panel" aria-labelledby={headingId}>
       <div className="topo-panel-head">

@@ -79,12 +79,13 @@ export const contains = (outer: Rect, inner: Rect) =>
 
 /**
  * What to draw: the visible part of the drawing with half a screen more on every side, its edges
- * snapped to a grid that changes only with the zoom's octave. Panning within that margin keeps
- * the same rectangle (`key`), so the elements drawn are not recomputed at every pointer move.
+ * snapped outwards to a grid (a quarter screen, rounded to a power of two: it changes only with
+ * the zoom's octave). A small pan keeps the same rectangle (`key`), so the elements drawn are not
+ * recomputed at every pointer move.
  */
 export function cullRect(c: Camera, viewport: Size): { rect: Rect; key: string } {
   const v = visibleRect(c, viewport);
-  const step = 2 ** Math.ceil(Math.log2(Math.max(v.width, v.height, 1) / 2));
+  const step = 2 ** Math.ceil(Math.log2(Math.max(v.width, v.height, 1) / 4));
   const x0 = Math.floor((v.x - v.width / 2) / step) * step;
   const y0 = Math.floor((v.y - v.height / 2) / step) * step;
   const x1 = Math.ceil((v.x + v.width * 1.5) / step) * step;
