@@ -392,6 +392,9 @@ describe.skipIf(!haveChromium)('topology views in Chromium', () => {
     await p.getByText(/into 4 groups \(4 open\)/).waitFor();
     await settled(p);
     await expect.poll(async () => (await camera(p)).k < 0.6, POLL).toBe(true);
+    const whole = await extent(p);
+    expect(whole.inside).toBe(true);
+    expect(Math.abs(whole.dy)).toBeLessThanOrEqual(2);
     expect(await labelHeights(p)).toEqual([]);
     expect(await p.locator('svg.topo-canvas [data-node-id^="host:"]').count()).toBe(BIG);
     await shot(p, 'topology-10-big-all-open', { fullPage: false });

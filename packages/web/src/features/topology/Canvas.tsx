@@ -27,6 +27,7 @@ import {
   zoomAt,
 } from './camera';
 import { Minimap } from './Minimap';
+import { makeRoom } from './room';
 
 // The topology canvas (issue 24): an SVG drawn by React, moved by a camera of our own (pointer
 // and wheel math in camera.ts). Only what lies on or near the screen is drawn, text only where it
@@ -42,6 +43,8 @@ export interface Drawn {
   centre: Point;
   /** An open group: drawn as a frame behind its members, its title band the handle. */
   frame: boolean;
+  /** How far down the canvas moved it to make room for an open group (room.ts); not saved. */
+  shift: number;
 }
 interface DrawnEdge {
   e: TopologyEdge;
@@ -100,8 +103,8 @@ const NodeBox = memo(function NodeBox({ d, lod, look, tabbable, movable }: { d: 
           <rect x={r.x} y={r.y} width={r.width} height={36} rx={8} />
           {lod.group && (
             <text x={r.x + 12} y={r.y + 23} className="topo-group-label">
-              <tspan>{clip(n.label, fits(r.width - 120, TEXT.group))}</tspan>
-              <tspan className="topo-detail" dx={10}>{plural(memberCount(n), 'host')}</tspan>
+              <tspan>{clip(groupText(n).title, fits(r.width - 120, TEXT.group))}</tspan>
+              <tspan className="topo-detail" dx={10}>{groupText(n).detail}</tspan>
             </text>
           )}
           {lod.group && <text x={r.x + r.width - 14} y={r.y + 24} textAnchor="end" className="topo-toggle" aria-hidden>−</text>}
@@ -186,11 +189,14 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
 
   // Nodes as drawn: positions from the server, moved by a drag in progress (a group carries its members).
   const base = useMemo(() => {
+    const isFrame = (n: TopologyNode) => n.kind === 'group' && !!n.expanded;
+    const room = makeRoom(graph.nodes.filter((n) => !n.group).map((n) => ({ id: n.id, frame: isFrame(n), rect: { x: n.x, y: n.y, width: n.width, height: n.height } })));
     const m = new Map<string, Drawn>();
     for (const n of graph.nodes) {
-      const rect = { x: n.x, y: n.y, width: n.width, height: n.height };
-      const frame = n.kind === 'group' && !!n.expanded;
-      m.set(n.id, { n, id: n.id, rect, frame, centre: { x: n.x + n.width / 2, y: frame ? n.y + 18 : n.y + n.height / 2 } });
+      const shift = room.get(n.group ?? n.id) ?? 0;
+      const rect = { x: n.x, y: n.y + shift, width: n.width, height: n.height };
+      const frame = isFrame(n);
+      m.set(n.id, { n, id: n.id, rect, frame, shift, centre: { x: rect.x + rect.width / 2, y: frame ? rect.y + 18 : rect.y + rect.height / 2 } });
     }
     return m;
   }, [graph]);
@@ -400,7 +406,7 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
     }
     if (g.drag && g.nodeId) {
       const d = drawn.get(g.nodeId);
-      if (d) save.mutate({ nodeId: d.id, x: Math.round(d.rect.x), y: Math.round(d.rect.y) });
+      if (d) save.mutate({ nodeId: d.id, x: Math.round(d.rect.x), y: Math.round(d.rect.y - d.shift) });
     }
   };
 

@@ -1,7 +1,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { GROUP_BY_CHOICES, MAX_VISIBLE_NODES, roleAtLeast, type TopologyGroupBy } from '@surveyor/contract';
 import { type KeyboardEvent, useEffect, useId, useMemo, useState } from 'react';
-import { useSearchParams } from 'react-router';
+import { useLocation, useSearchParams } from 'react-router';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { ago, dateTime, plural } from '../../lib/format';
 import { topologyKeys } from '../../lib/keys';
@@ -47,16 +47,24 @@ export function TopologyPage() {
   const g = graph.data && graph.data.topology.id === viewId ? graph.data : undefined;
   const fresh = !!g && !graph.isPlaceholderData;
 
-  /** Changes some search parameters, keeping the others; `null` removes one. */
-  const update = (changes: Record<string, string | null>, push = false) => {
+  /**
+   * Changes some search parameters, keeping the others; `null` removes one. `fit` asks for a fit
+   * once the answer to the new parameters is drawn: it travels in the history entry's state, with
+   * the parameters, so the fit cannot happen on the drawing of the old ones.
+   */
+  const update = (changes: Record<string, string | null>, fit = false) => {
     const next = new URLSearchParams(params);
     for (const [k, v] of Object.entries(changes)) {
       if (v === null) next.delete(k);
       else next.set(k, v);
     }
-    setParams(next, { replace: !push });
+    setParams(next, { replace: true, ...(fit ? { state: { fit: Date.now() } } : {}) });
   };
-  const setOpen = (groups: readonly string[] | 'all' | null) => update({ open: groups === null ? null : groups === 'all' ? 'all' : groups.join(',') });
+  const setOpen = (groups: readonly string[] | 'all' | null, fit = false) => update({ open: groups === null ? null : groups === 'all' ? 'all' : groups.join(',') }, fit);
+  const fitAsked = (useLocation().state as { fit?: number } | null)?.fit ?? 0;
+  useEffect(() => {
+    if (fitAsked) setRefit(fitAsked);
+  }, [fitAsked]);
   const toggle = (groupId: string) => {
     if (!g) return;
     const now = g.groups.expanded;
@@ -213,8 +221,8 @@ export function TopologyPage() {
           ) : (
             <div className={`topo-body${selectedNode ? ' with-panel' : ''}`} onKeyDown={onBodyKey}>
               <Canvas graph={g} admin={admin} fitKey={fitKey} fresh={fresh} centre={centre} selected={selected} onSelect={setSelected} onToggle={toggle}>
-                <button type="button" className="small" disabled={g.groups.total === 0 || g.groups.expanded.length === g.groups.total} onClick={() => { setOpen('all'); setRefit((n) => n + 1); }}>Open all</button>
-                <button type="button" className="small" disabled={g.groups.expanded.length === 0} onClick={() => { setOpen([]); setRefit((n) => n + 1); }}>Close all</button>
+                <button type="button" className="small" disabled={g.groups.total === 0 || g.groups.expanded.length === g.groups.total} onClick={() => setOpen('all', true)}>Open all</button>
+                <button type="button" className="small" disabled={g.groups.expanded.length === 0} onClick={() => setOpen([], true)}>Close all</button>
                 {graph.isFetching && <span className="hint">Loading…</span>}
               </Canvas>
               {selectedNode && <SidePanel node={selectedNode} graph={g} onClose={closeDetails} onToggle={toggle} onSelect={setSelected} />}
