@@ -112,7 +112,7 @@ export const TopologyNode = z.object({
   id: z.string().describe('Stable: `host:<host id>`, `device:<LLDP/CDP chassis id>`, `network:<network id>`, `group:<grouping>:<key>`.'),
   kind: z.enum(['host', 'device', 'network', 'group']),
   label: z.string().describe('From the current rows (a renamed host, network or service shows its new name without a rebuild).'),
-  data: z.record(z.string(), z.unknown()).describe('What the node stands for: host id and addresses, VLANs, services offered, CIDR; a group: `members`, `hosts`, `key`.'),
+  data: z.record(z.string(), z.unknown()).describe('What the node stands for: host id and addresses, VLANs, services offered, CIDR; a group: `key`, `members`, and `cidr`/`block`, `vlan` or `service` by its grouping (`part`/`parts` when cut).'),
   x: z.number().describe('Left edge of the node box (absolute, members included).'),
   y: z.number().describe('Top edge of the node box.'),
   group: z.string().nullable().describe('The group node holding this member; null for a node drawn at the top level.'),
@@ -174,6 +174,7 @@ export const TopologyGraphQuery = z.strictObject({
 export type TopologyGraphQuery = z.infer<typeof TopologyGraphQuery>;
 
 export const UpdateTopologyBody = z.strictObject({ groupBy: TopologyGroupBy });
+export type UpdateTopologyBody = z.infer<typeof UpdateTopologyBody>;
 
 export const TopologySearchQuery = z.strictObject({ q: Text.min(1).max(200) });
 export const TopologySearchResponse = z.object({

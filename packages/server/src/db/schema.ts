@@ -379,6 +379,10 @@ export interface TopologiesTable {
   updated_at: Timestamp;
   /** Why the last build of the view failed (status `failed`); null otherwise. */
   failure_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  /** How the view groups its hosts: subnet, vlan or service. */
+  group_by: Generated<string>;
+  group_count: Generated<number>;
+  facets: ColumnType<{ vlans: { id: number; name: string | null }[]; services: string[] }, string | undefined, string>;
 }
 
 /** A node of a topology view (0017): its id is derived from what it stands for; x, y its saved position. */
@@ -389,8 +393,13 @@ export interface TopologyNodesTable {
   kind: string;
   label: string;
   data: ColumnType<Record<string, unknown>, string, string>;
+  /** Top-left corner; a member's is relative to its group's. */
   x: number;
   y: number;
+  /** The group node holding this member; null at the top level. */
+  group_id: string | null;
+  /** The host or network the node stands for (its current name is read through it). */
+  ref_id: string | null;
 }
 
 export interface TopologyEdgesTable {
@@ -402,6 +411,8 @@ export interface TopologyEdgesTable {
   kind: string;
   label: string;
   data: ColumnType<Record<string, unknown>, string, string>;
+  source_group: string | null;
+  target_group: string | null;
 }
 
 /** A view's read-only share link: only the SHA-256 of the token is stored. */

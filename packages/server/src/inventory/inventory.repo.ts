@@ -4,6 +4,7 @@ import { likeLiteral, rfc3339 } from '../db/sql.js';
 import { logChanges } from '../events/changes.js';
 import { snapshotColumns } from '../snapshots/snapshots.repo.js';
 import type { HostSearch } from './search.js';
+import { topologyName } from '../topology/views.repo.js';
 
 /** What a `gone` filter keeps: everything, what is present now, or only what a completed scan no longer found. */
 type GoneMode = 'include' | 'exclude' | 'only';
@@ -234,7 +235,8 @@ export function listSnapshots(db: Kysely<DB>, p: PageArgs, f: { siteId?: string 
 
 
 export function listTopologies(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; kind?: string | undefined; status?: string | undefined }) {
-  let q = db.selectFrom('topologies').select(['id', 'seq', 'site_id', 'kind', 'status', 'name', 'node_count', 'edge_count', isoOrNull('built_at'), iso('created_at'), iso('updated_at')]);
+  // The name from the site's current name (a renamed site shows at once).
+  let q = db.selectFrom('topologies').select(['id', 'seq', 'site_id', 'kind', 'status', topologyName('topologies').as('name'), 'node_count', 'edge_count', isoOrNull('built_at'), iso('created_at'), iso('updated_at')]);
   if (f.siteId) q = q.where('site_id', '=', f.siteId);
   if (f.kind) q = q.where('kind', '=', f.kind);
   if (f.status) q = q.where('status', '=', f.status);

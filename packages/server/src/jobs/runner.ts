@@ -43,6 +43,12 @@ export interface JobDefinition {
   intervalMs: number;
   /** `organisation`: the job works organisation by organisation and can be run now for one (`runNow`). */
   scope?: 'organisation' | 'deployment';
+  /**
+   * A run for one organisation takes that organisation's lock (`job:<name>:<organisation>`), not
+   * the job's: it does not wait for another organisation's run, nor for the scheduled tick. Only
+   * for a job whose work serialises itself per organisation in the database.
+   */
+  lockPerOrganisation?: boolean;
   run(ctx: JobContext): Promise<JobResult | void>;
 }
 
@@ -248,10 +254,11 @@ export class JobRunner {
   }
 
   /** The job's lock: at once, or (`wait`) polled until it frees or the wait runs out. */
-  private async lock(job: JobDefinition, wait: boolean): Promise<(() => Promise<void>) | null> {
+  private async lock(job: JobDefinition, wait: boolean, organisationId?: string): Promise<(() => Promise<void>) | null> {
     const deadline = Date.now() + (this.opts.lockWaitMs ?? RUN_NOW_WAIT_MS);
+    const key = organisationId && job.lockPerOrganisation ? `job:${job.name}:${organisationId}` : `job:${job.name}`;
     for (;;) {
-      const release = await this.opts.database.tryLock(`job:${job.name}`);
+      const release = await this.opts.database.tryLock(key);
       if (release || !wait) return release;
       if (Date.now() >= deadline || this.stopping.signal.aborted) {
         throw new AppError('conflict', `Job ${job.name} is still running elsewhere after ${Math.round((this.opts.lockWaitMs ?? RUN_NOW_WAIT_MS) / 1000)} s; try again when it has finished.`);
@@ -262,7 +269,7 @@ export class JobRunner {
 
   private async execute(job: JobDefinition, run: { wait: boolean; organisationId?: string; trigger?: string }): Promise<TickResult> {
     const { database, logger } = this.opts;
-    const release = await this.lock(job, run.wait);
+    const release = await this.lock(job, run.wait, run.organisationId);
     if (!release) {
       logger.debug({ job: job.name }, 'job tick skipped: another process holds its lock');
       return { job: job.name, ran: false };

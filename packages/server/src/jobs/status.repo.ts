@@ -74,7 +74,7 @@ export interface StatusRow {
 /**
  * Job status rows: every job as a whole, and that organisation's rows too (`'all'`: every
  * organisation's, for the operator's CLI). `locked` reads the job's advisory lock (the runner's
- * `tryLock` key `job:<name>`, under the service's namespace) from pg_locks, which sees the locks of
+ * `tryLock` key `job:<name>`, or `job:<name>:<organisation>` for a job locked per organisation, under the service's namespace) from pg_locks, which sees the locks of
  * every process.
  */
 export async function list(db: Kysely<DB>, organisations: string | 'all' | null): Promise<StatusRow[]> {
@@ -83,7 +83,7 @@ export async function list(db: Kysely<DB>, organisations: string | 'all' | null)
       ${rfc3339('started_at')} as started_at,
       started_at is not null and exists (
         select 1 from pg_locks l where l.locktype = 'advisory' and l.granted and l.classid = ${LOCK_NAMESPACE}
-          and l.objid = hashtext(current_schema() || ':job:' || job)::oid and l.objsubid = 2
+          and l.objid in (hashtext(current_schema() || ':job:' || job)::oid, hashtext(current_schema() || ':job:' || job || ':' || organisation_id)::oid) and l.objsubid = 2
       ) as locked
     from job_status
     where ${organisations === 'all' ? sql`true` : organisations ? sql`organisation_id is null or organisation_id = ${organisations}` : sql`organisation_id is null`}

@@ -12,13 +12,17 @@ export type TopologyBuild = DependencyBuild & { views: Awaited<ReturnType<typeof
  * then each of its topology views (network and application, per site: nodes, edges, positions);
  * then flows past the 30-day retention are pruned (decisions.md). Run now for one organisation by
  * POST /api/v1/admin/dependency-tick and POST /api/v1/topology/regenerate, whose answers come
- * from the work's value (the build and the views).
+ * from the work's value (the build and the views). A run for one organisation locks that
+ * organisation only (lockPerOrganisation).
  */
 export function topologyDependencies(): JobDefinition {
   return {
     name: 'topology.dependencies',
     intervalMs: 60 * 60_000,
     scope: 'organisation',
+    // An organisation's regenerate does not wait for another's: the work serialises itself per
+    // organisation (the dependency rebuild's advisory lock, each view's row lock).
+    lockPerOrganisation: true,
     async run(ctx) {
       const at = ctx.now();
       const result = await everyOrganisation(

@@ -21,7 +21,10 @@ const xmlAttr = (s: string) =>
 const mermaidText = (s: string) =>
   s.replace(/[\r\n\t]+/g, ' ').replace(/[#"<>&`]/g, (c) => ({ '#': '#35;', '"': '#quot;', '<': '#lt;', '>': '#gt;', '&': '#amp;', '`': '#96;' })[c]!);
 
-const SHAPES: Record<TopologyNode['kind'], [string, string]> = { host: ['[', ']'], device: ['([', '])'], network: ['{{', '}}'] };
+const SHAPES: Record<TopologyNode['kind'], [string, string]> = { host: ['[', ']'], device: ['([', '])'], network: ['{{', '}}'], group: ['[[', ']]'] };
+
+/** A node's text: a closed group says how many it holds. */
+const nodeText = (n: TopologyNode) => (n.kind === 'group' && !n.expanded ? `${n.label} (${n.members ?? 0})` : n.label);
 
 /**
  * `flowchart LR`: a node per view node (ids n1, n2, … in the order of the stable ids; a comment
@@ -31,12 +34,25 @@ const SHAPES: Record<TopologyNode['kind'], [string, string]> = { host: ['[', ']'
 export function toMermaid(g: ExportableGraph): string {
   const ids = new Map(g.nodes.map((n, i) => [n.id, `n${i + 1}`]));
   const lines = ['flowchart LR', `%% ${mermaidText(g.topology.name).replace(/%/g, '')} (${g.topology.kind}, ${g.topology.status}); exported by Surveyor`];
-  for (const n of g.nodes) {
+  const inside = new Map<string, TopologyNode[]>();
+  for (const n of g.nodes) if (n.group) inside.set(n.group, [...(inside.get(n.group) ?? []), n]);
+  const node = (n: TopologyNode, indent: string) => {
     const [open, close] = SHAPES[n.kind];
-    lines.push(`  %% ${n.id.replace(/[\r\n]/g, ' ')}`);
-    lines.push(`  ${ids.get(n.id)}${open}"${mermaidText(n.label)}"${close}`);
+    lines.push(`${indent}%% ${n.id.replace(/[\r\n]/g, ' ')}`);
+    lines.push(`${indent}${ids.get(n.id)}${open}"${mermaidText(nodeText(n))}"${close}`);
+  };
+  for (const n of g.nodes) {
+    if (n.group) continue;
+    if (n.kind === 'group' && n.expanded) {
+      // An open group is a subgraph holding its members (edges may end at it: an address in a network).
+      lines.push(`  %% ${n.id.replace(/[\r\n]/g, ' ')}`);
+      lines.push(`  subgraph ${ids.get(n.id)}["${mermaidText(n.label)}"]`);
+      for (const m of inside.get(n.id) ?? []) node(m, '    ');
+      lines.push('  end');
+    } else node(n, '  ');
   }
   for (const e of g.edges) {
+    if (!ids.has(e.source) || !ids.has(e.target)) continue;
     const arrow = e.kind === 'dependency' || e.kind === 'route' ? '-->' : '---';
     const label = e.label ? `|"${mermaidText(e.label)}"|` : '';
     lines.push(`  ${ids.get(e.source)} ${arrow}${label} ${ids.get(e.target)}`);
@@ -48,24 +64,34 @@ const VERTEX_STYLE: Record<TopologyNode['kind'], string> = {
   host: 'rounded=1;whiteSpace=wrap;html=0;fillColor=#e8f0fe;strokeColor=#2f6fde;',
   device: 'shape=hexagon;perimeter=hexagonPerimeter2;whiteSpace=wrap;html=0;fillColor=#f5f7fa;strokeColor=#7b8794;',
   network: 'ellipse;whiteSpace=wrap;html=0;fillColor=#eef7ee;strokeColor=#3f9142;',
+  group: 'rounded=1;whiteSpace=wrap;html=0;dashed=1;fillColor=#fdf6e3;strokeColor=#b58900;fontStyle=1;',
 };
+/** An open group: a container (swimlane) whose children are its members, placed relative to it. */
+const CONTAINER_STYLE = 'swimlane;container=1;collapsible=1;startSize=36;html=0;rounded=1;dashed=1;fillColor=#fdf6e3;strokeColor=#b58900;fontStyle=1;';
 
 /**
  * draw.io `mxfile`: one diagram, a vertex per node whose geometry is the node's saved position
  * (top-left) and box size, an edge per view edge; cell ids are the view's stable ids.
  */
 export function toDrawio(g: ExportableGraph, modified: Date = new Date()): string {
-  const { width, height } = g.nodeSize;
+  const at = new Map(g.nodes.map((n) => [n.id, n]));
+  const vertex = (n: TopologyNode) => {
+    const parent = n.group && at.has(n.group) ? at.get(n.group)! : null;
+    const [x, y] = parent ? [n.x - parent.x, n.y - parent.y] : [n.x, n.y];
+    const style = n.kind === 'group' && n.expanded ? CONTAINER_STYLE : VERTEX_STYLE[n.kind];
+    return (
+      `        <mxCell id="${xmlAttr(n.id)}" value="${xmlAttr(nodeText(n))}" style="${style}" vertex="1" parent="${xmlAttr(parent?.id ?? '1')}">\n` +
+      `          <mxGeometry x="${x}" y="${y}" width="${n.width}" height="${n.height}" as="geometry"/>\n` +
+      '        </mxCell>'
+    );
+  };
+  // Containers before their children (draw.io reads a child's parent first).
+  const ordered = [...g.nodes.filter((n) => !n.group), ...g.nodes.filter((n) => n.group)];
   const cells = [
     '        <mxCell id="0"/>',
     '        <mxCell id="1" parent="0"/>',
-    ...g.nodes.map(
-      (n) =>
-        `        <mxCell id="${xmlAttr(n.id)}" value="${xmlAttr(n.label)}" style="${VERTEX_STYLE[n.kind]}" vertex="1" parent="1">\n` +
-        `          <mxGeometry x="${n.x}" y="${n.y}" width="${width}" height="${height}" as="geometry"/>\n` +
-        '        </mxCell>',
-    ),
-    ...g.edges.map(
+    ...ordered.map(vertex),
+    ...g.edges.filter((e) => at.has(e.source) && at.has(e.target)).map(
       (e) =>
         `        <mxCell id="${xmlAttr(e.id)}" value="${xmlAttr(e.label)}" style="html=0;rounded=0;${e.kind === 'dependency' || e.kind === 'route' ? 'endArrow=classic;' : 'endArrow=none;'}" edge="1" parent="1" source="${xmlAttr(e.source)}" target="${xmlAttr(e.target)}">\n` +
         '          <mxGeometry relative="1" as="geometry"/>\n' +

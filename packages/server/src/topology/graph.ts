@@ -1,6 +1,14 @@
+import { netLabel } from './groups.js';
 import type * as repo from './views.repo.js';
 
-export interface GraphNode { id: string; kind: 'host' | 'device' | 'network'; label: string; data: Record<string, unknown> }
+export interface GraphNode {
+  id: string;
+  kind: 'host' | 'device' | 'network' | 'group';
+  label: string;
+  data: Record<string, unknown>;
+  /** The host or network the node stands for: its current name is read through it. */
+  refId?: string | null;
+}
 export interface GraphEdge { id: string; source: string; target: string; kind: 'link' | 'subnet' | 'route' | 'dependency'; label: string; data: Record<string, unknown> }
 export interface Graph { nodes: GraphNode[]; edges: GraphEdge[] }
 
@@ -22,8 +30,6 @@ export interface NetworkInputs {
   outside: Map<string, { label: string; addresses: string[] }>;
 }
 
-/** A network by its name, with its CIDR unless the name already says it. */
-const netLabel = (name: string, cidr: string) => (name.includes(cidr) ? name : `${name} ${cidr}`.trim());
 const hostLabel = (h: { hostname: string | null; fqdn: string | null; addresses: string[]; id: string }) => h.hostname ?? h.fqdn ?? h.addresses[0] ?? h.id;
 
 /**
@@ -42,13 +48,13 @@ export function networkGraph(input: NetworkInputs): Graph {
 
   for (const h of input.hosts) {
     const vlans = (vlansOf.get(h.id) ?? []).map((v) => v.vlan_id);
-    nodes.set(hostNode(h.id), { id: hostNode(h.id), kind: 'host', label: hostLabel(h), data: { hostId: h.id, addresses: h.addresses, vlans } });
+    nodes.set(hostNode(h.id), { id: hostNode(h.id), kind: 'host', label: hostLabel(h), refId: h.id, data: { hostId: h.id, addresses: h.addresses, vlans } });
   }
   const ensureHost = (hostId: string) => {
     const id = hostNode(hostId);
     if (!nodes.has(id)) {
       const o = input.outside.get(hostId);
-      nodes.set(id, { id, kind: 'host', label: o?.label ?? hostId, data: { hostId, addresses: o?.addresses ?? [], vlans: [], outsideScope: true } });
+      nodes.set(id, { id, kind: 'host', label: o?.label ?? hostId, refId: hostId, data: { hostId, addresses: o?.addresses ?? [], vlans: [], outsideScope: true } });
     }
     return id;
   };
@@ -97,7 +103,7 @@ export function networkGraph(input: NetworkInputs): Graph {
 
   for (const m of input.memberships) {
     const net = networkNode(m.network_id);
-    if (!nodes.has(net)) nodes.set(net, { id: net, kind: 'network', label: netLabel(m.network_name, m.cidr), data: { networkId: m.network_id, cidr: m.cidr, vlans: [] } });
+    if (!nodes.has(net)) nodes.set(net, { id: net, kind: 'network', label: netLabel(m.network_name, m.cidr), refId: m.network_id, data: { networkId: m.network_id, cidr: m.cidr, vlans: [] } });
     const id = `subnet:${hostNode(m.host_id)}|${net}`;
     const prev = edges.get(id);
     const addresses = sortedUnique([...((prev?.data.addresses as string[] | undefined) ?? []), m.address]);
@@ -108,7 +114,7 @@ export function networkGraph(input: NetworkInputs): Graph {
     let target: string | undefined;
     if (r.network_id) {
       target = networkNode(r.network_id);
-      if (!nodes.has(target)) nodes.set(target, { id: target, kind: 'network', label: netLabel(r.network_name ?? '', r.network_cidr ?? ''), data: { networkId: r.network_id, cidr: r.network_cidr, vlans: [] } });
+      if (!nodes.has(target)) nodes.set(target, { id: target, kind: 'network', label: netLabel(r.network_name ?? '', r.network_cidr ?? ''), refId: r.network_id, data: { networkId: r.network_id, cidr: r.network_cidr, vlans: [] } });
     } else if (r.next_hop_host_id && r.next_hop_host_id !== r.host_id) {
       target = ensureHost(r.next_hop_host_id);
     }
@@ -131,7 +137,7 @@ export function applicationGraph(deps: repo.DependencyRow[], labels: Map<string,
   const offered = new Map<string, Set<string>>();
   const node = (hostId: string) => {
     const id = hostNode(hostId);
-    if (!nodes.has(id)) nodes.set(id, { id, kind: 'host', label: labels.get(hostId)?.label ?? hostId, data: { hostId, addresses: labels.get(hostId)?.addresses ?? [], services: [] } });
+    if (!nodes.has(id)) nodes.set(id, { id, kind: 'host', label: labels.get(hostId)?.label ?? hostId, refId: hostId, data: { hostId, addresses: labels.get(hostId)?.addresses ?? [], services: [] } });
     return id;
   };
   const edges = deps.map((d): GraphEdge => {

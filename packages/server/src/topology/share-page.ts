@@ -1,7 +1,7 @@
 import { type SharedTopologyGraph, toBoxBorder } from '@surveyor/contract';
 import { esc } from './svg.js';
 
-const FILL: Record<string, [string, string]> = { host: ['#e8f0fe', '#2f6fde'], device: ['#f5f7fa', '#7b8794'], network: ['#eef7ee', '#3f9142'] };
+const FILL: Record<string, [string, string]> = { host: ['#e8f0fe', '#2f6fde'], device: ['#f5f7fa', '#7b8794'], network: ['#eef7ee', '#3f9142'], group: ['#fdf6e3', '#b58900'] };
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 /**
@@ -9,18 +9,17 @@ const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…`
  * its name, build time and the link's expiry. No script, nothing else of the organisation.
  */
 export function sharedTopologyPage(g: SharedTopologyGraph): string {
-  const { width: w, height: h } = g.nodeSize;
   const pos = new Map(g.nodes.map((n) => [n.id, n]));
-  const xs = g.nodes.flatMap((n) => [n.x, n.x + w]);
-  const ys = g.nodes.flatMap((n) => [n.y, n.y + h]);
-  const [minX, maxX, minY, maxY] = g.nodes.length ? [Math.min(...xs) - 20, Math.max(...xs) + 20, Math.min(...ys) - 20, Math.max(...ys) + 20] : [0, 400, 0, 120];
+  const [minX, maxX, minY, maxY] = g.nodes.length
+    ? g.nodes.reduce(([a, b, c, d], n) => [Math.min(a, n.x - 20), Math.max(b, n.x + n.width + 20), Math.min(c, n.y - 20), Math.max(d, n.y + n.height + 20)], [Infinity, -Infinity, Infinity, -Infinity])
+    : [0, 400, 0, 120];
   // Edges border to border (arrow heads show); their labels drawn over the nodes.
   const segments = g.edges.flatMap((e) => {
     const a = pos.get(e.source);
     const b = pos.get(e.target);
     if (!a || !b) return [];
-    const [ca, cb] = [{ x: a.x + w / 2, y: a.y + h / 2 }, { x: b.x + w / 2, y: b.y + h / 2 }];
-    const [s1, s2] = [toBoxBorder(cb, ca, w / 2, h / 2), toBoxBorder(ca, cb, w / 2, h / 2)];
+    const [ca, cb] = [{ x: a.x + a.width / 2, y: a.y + a.height / 2 }, { x: b.x + b.width / 2, y: b.y + b.height / 2 }];
+    const [s1, s2] = [toBoxBorder(cb, ca, a.width / 2, a.height / 2), toBoxBorder(ca, cb, b.width / 2, b.height / 2)];
     return [{ e, x1: s1.x, y1: s1.y, x2: s2.x, y2: s2.y }];
   });
   const edges = segments
@@ -30,11 +29,16 @@ export function sharedTopologyPage(g: SharedTopologyGraph): string {
     .filter(({ e }) => e.label)
     .map(({ e, x1, y1, x2, y2 }) => `<text class="edge" x="${(x1 + x2) / 2}" y="${(y1 + y2) / 2 - 4}" text-anchor="middle" font-size="11" fill="#52606d">${esc(clip(e.label, 40))}</text>`)
     .join('\n');
-  const nodes = g.nodes
+  // Groups first (an open one is a frame its members are drawn on), then the other nodes.
+  const nodes = [...g.nodes.filter((n) => n.kind === 'group'), ...g.nodes.filter((n) => n.kind !== 'group')]
     .map((n) => {
       const [fill, stroke] = FILL[n.kind] ?? FILL.host!;
-      return `<g><title>${esc(n.label)}</title><rect x="${n.x}" y="${n.y}" width="${w}" height="${h}" rx="6" fill="${fill}" stroke="${stroke}"/>` +
-        `<text x="${n.x + w / 2}" y="${n.y + h / 2 + 4}" text-anchor="middle">${esc(clip(n.label, 26))}</text></g>`;
+      const text = n.kind === 'group' && n.expanded
+        ? `<text x="${n.x + 12}" y="${n.y + 22}" font-weight="600">${esc(clip(n.label, 60))} · ${n.members ?? 0}</text>`
+        : n.kind === 'group'
+          ? `<text x="${n.x + n.width / 2}" y="${n.y + n.height / 2 - 2}" text-anchor="middle" font-weight="600">${esc(clip(n.label, 30))}</text><text x="${n.x + n.width / 2}" y="${n.y + n.height / 2 + 14}" text-anchor="middle" font-size="11" fill="#52606d">${n.members ?? 0} hosts</text>`
+          : `<text x="${n.x + n.width / 2}" y="${n.y + n.height / 2 + 4}" text-anchor="middle">${esc(clip(n.label, 26))}</text>`;
+      return `<g><title>${esc(n.label)}</title><rect x="${n.x}" y="${n.y}" width="${n.width}" height="${n.height}" rx="6" fill="${fill}" stroke="${stroke}"${n.kind === 'group' ? ' stroke-dasharray="5 3"' : ''}/>${text}</g>`;
     })
     .join('\n');
   const empty = g.nodes.length ? '' : `<text x="200" y="60" text-anchor="middle" fill="#52606d">This view has no nodes yet.</text>`;

@@ -8,7 +8,7 @@ import { exportFileName, toDrawio, toMermaid } from './export.js';
 import { sharedTopologyPage } from './share-page.js';
 import { topologySvg } from './svg.js';
 import { hostTopology, hostTopologyDrawing } from './topology.service.js';
-import { exportableGraph, saveViewPositions, sharedGraph, shareView, viewGraph } from './views.service.js';
+import { exportableGraph, rebuildView, saveViewPositions, searchView, sharedGraph, shareView, updateView, viewGraph } from './views.service.js';
 
 /** Host topology as JSON and as SVG (spec 2.4, 4.2). */
 export function registerTopologyRoutes(app: FastifyInstance, { db, jobs, config }: Pick<WebDeps, 'db' | 'jobs' | 'config'>): void {
@@ -26,7 +26,13 @@ export function registerTopologyRoutes(app: FastifyInstance, { db, jobs, config 
   addRoute(app, routes.regenerateTopology, async (request) => ({
     data: (await jobs.runFor<TopologyBuild>('topology.dependencies', sessionPrincipal(request).organisationId, 'admin')).views,
   }));
-  addRoute(app, routes.getTopologyGraph, async (request) => viewGraph(db, sessionPrincipal(request).organisationId, request.params.id));
+  addRoute(app, routes.regenerateTopologyView, async (request) => rebuildView(db, sessionPrincipal(request).organisationId, request.params.id));
+  addRoute(app, routes.updateTopology, async (request) => {
+    const p = sessionPrincipal(request);
+    return updateView(db, { type: 'session', userId: p.userId, requestId: request.id }, p.organisationId, request.params.id, request.body);
+  });
+  addRoute(app, routes.getTopologyGraph, async (request) => viewGraph(db, sessionPrincipal(request).organisationId, request.params.id, request.query));
+  addRoute(app, routes.searchTopology, async (request) => searchView(db, sessionPrincipal(request).organisationId, request.params.id, request.query.q));
   addRoute(app, routes.saveTopologyPositions, async (request) => {
     const p = sessionPrincipal(request);
     return saveViewPositions(db, { type: 'session', userId: p.userId, requestId: request.id }, p.organisationId, request.params.id, request.body);
@@ -36,7 +42,7 @@ export function registerTopologyRoutes(app: FastifyInstance, { db, jobs, config 
     return shareView(db, { type: 'session', userId: p.userId, requestId: request.id }, p.organisationId, request.params.id, request.body, config.baseUrl);
   });
   addRoute(app, routes.exportTopology, async (request, reply) => {
-    const g = await exportableGraph(db, sessionPrincipal(request).organisationId, request.params.id);
+    const g = await exportableGraph(db, sessionPrincipal(request).organisationId, request.params.id, request.query);
     const [body, type, ext] = request.params.format === 'mermaid' ? [toMermaid(g), 'text/vnd.mermaid; charset=utf-8', 'mmd'] : [toDrawio(g), 'application/xml; charset=utf-8', 'drawio'];
     return reply.type(type).header('Content-Disposition', `attachment; filename="${exportFileName(g.topology, ext)}"`).send(body);
   });

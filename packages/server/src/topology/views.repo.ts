@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
-import { rfc3339 } from '../db/sql.js';
+import { likeLiteral, rfc3339 } from '../db/sql.js';
 
 /** A view's scope: a site, or (null) the organisation's hosts without a site. */
 const inScope = (column: string, siteId: string | null) => sql`${sql.ref(column)} is not distinct from ${siteId}::uuid`;
@@ -15,9 +15,21 @@ export interface TopologyRow {
   edge_count: number;
   built_at: string | null;
   failure_reason: string | null;
+  group_by: 'subnet' | 'vlan' | 'service';
+  group_count: number;
+  facets: { vlans: { id: number; name: string | null }[]; services: string[] };
 }
 
-const topologyColumns = sql`id, site_id, kind, status, name, node_count, edge_count, ${rfc3339('built_at')} as built_at, failure_reason`;
+/**
+ * A view's name from its site's current name (a renamed site shows at once, no rebuild needed):
+ * `Network (<site>)` or `Application dependencies (<site>)`; `no site` for the hosts without one.
+ * `t` is the topologies row.
+ */
+export const topologyName = (t: string) => sql<string>`(case ${sql.ref(`${t}.kind`)} when 'network' then 'Network (' else 'Application dependencies (' end
+  || coalesce((select s.name from sites s where s.organisation_id = ${sql.ref(`${t}.organisation_id`)} and s.id = ${sql.ref(`${t}.site_id`)}), 'no site') || ')')`;
+
+const topologyColumns = sql`t.id, t.site_id, t.kind, t.status, ${topologyName('t')} as name, t.node_count, t.edge_count, ${rfc3339('t.built_at')} as built_at, t.failure_reason,
+  t.group_by, t.group_count, t.facets`;
 
 /** Every site has a network view, and so do the hosts without a site (application views: rebuildDependencies). */
 export async function ensureNetworkViews(db: Kysely<DB>, organisationId: string): Promise<void> {
@@ -29,11 +41,11 @@ export async function ensureNetworkViews(db: Kysely<DB>, organisationId: string)
 }
 
 export async function listTopologies(db: Kysely<DB>, organisationId: string): Promise<TopologyRow[]> {
-  return (await sql<TopologyRow>`select ${topologyColumns} from topologies where organisation_id = ${organisationId} order by kind, seq`.execute(db)).rows;
+  return (await sql<TopologyRow>`select ${topologyColumns} from topologies t where t.organisation_id = ${organisationId} order by t.kind, t.seq`.execute(db)).rows;
 }
 
 export async function findTopology(db: Kysely<DB>, organisationId: string, id: string, lock = false): Promise<TopologyRow | undefined> {
-  return (await sql<TopologyRow>`select ${topologyColumns} from topologies where organisation_id = ${organisationId} and id = ${id} ${lock ? sql`for update` : sql``}`.execute(db)).rows[0];
+  return (await sql<TopologyRow>`select ${topologyColumns} from topologies t where t.organisation_id = ${organisationId} and t.id = ${id} ${lock ? sql`for update of t` : sql``}`.execute(db)).rows[0];
 }
 
 // --- What a network view is built from ------------------------------------------------------
@@ -154,55 +166,174 @@ export async function scopeDependencies(db: Kysely<DB>, organisationId: string, 
 
 // --- The stored view ------------------------------------------------------------------------
 
-export interface NodeRow { node_id: string; kind: string; label: string; data: Record<string, unknown>; x: number; y: number }
-export interface EdgeRow { edge_id: string; source: string; target: string; kind: string; label: string; data: Record<string, unknown> }
-
-export async function viewNodes(db: Kysely<DB>, organisationId: string, topologyId: string): Promise<NodeRow[]> {
-  return db.selectFrom('topology_nodes').select(['node_id', 'kind', 'label', 'data', 'x', 'y'])
-    .where('organisation_id', '=', organisationId).where('topology_id', '=', topologyId).orderBy('node_id').execute();
+export interface HostPlaceRow { host_id: string; address: string | null; network_id: string | null; network_name: string | null; cidr: string | null }
+/** Each host's first address (IPv4 first) and the most specific inventory network holding it (the subnet groups). */
+export async function hostPlaces(db: Kysely<DB>, organisationId: string, hostIds: string[]): Promise<HostPlaceRow[]> {
+  if (!hostIds.length) return [];
+  return (await sql<HostPlaceRow>`
+    select h.id as host_id, host(fa.address) as address, nw.id as network_id, nw.name as network_name, nw.cidr::text as cidr
+    from unnest(${hostIds}::uuid[]) as h(id)
+    left join lateral (select a.address from host_addresses a where a.organisation_id = ${organisationId} and a.host_id = h.id order by a.address limit 1) fa on true
+    left join lateral (select n.id, n.name, n.cidr from networks n where n.organisation_id = ${organisationId} and fa.address <<= n.cidr order by masklen(n.cidr) desc, n.id limit 1) nw on true`.execute(db)).rows;
 }
 
-export async function viewEdges(db: Kysely<DB>, organisationId: string, topologyId: string): Promise<EdgeRow[]> {
-  return db.selectFrom('topology_edges').select(['edge_id', 'source', 'target', 'kind', 'label', 'data'])
-    .where('organisation_id', '=', organisationId).where('topology_id', '=', topologyId).orderBy('edge_id').execute();
+/** A stored node as drawn: positions absolute for top-level nodes, relative to the group for members. */
+export interface NodeRow {
+  node_id: string;
+  kind: string;
+  label: string;
+  data: Record<string, unknown>;
+  x: number;
+  y: number;
+  group_id: string | null;
+  /** Current names of what the node stands for (null when it is gone or not a host/network). */
+  hostname: string | null;
+  fqdn: string | null;
+  network_name: string | null;
+  network_cidr: string | null;
 }
 
-export async function savedPositions(db: Kysely<DB>, organisationId: string, topologyId: string): Promise<Map<string, { x: number; y: number }>> {
-  const rows = await db.selectFrom('topology_nodes').select(['node_id', 'x', 'y']).where('organisation_id', '=', organisationId).where('topology_id', '=', topologyId).execute();
-  return new Map(rows.map((r) => [r.node_id, { x: r.x, y: r.y }]));
+const nodeColumns = sql`n.node_id, n.kind, n.label, n.data, n.x, n.y, n.group_id, h.hostname, h.fqdn, nw.name as network_name, nw.cidr::text as network_cidr`;
+const nodeJoins = sql`
+  left join hosts h on n.kind = 'host' and h.organisation_id = n.organisation_id and h.id = n.ref_id
+  left join networks nw on n.kind in ('network', 'group') and nw.organisation_id = n.organisation_id and nw.id = n.ref_id`;
+
+/** The top-level nodes and groups of a view (`top`), or the members of the groups in `open`. */
+export async function visibleNodes(db: Kysely<DB>, organisationId: string, topologyId: string, which: { top: boolean; open: string[] }): Promise<NodeRow[]> {
+  return (await sql<NodeRow>`
+    select ${nodeColumns} from topology_nodes n ${nodeJoins}
+    where n.organisation_id = ${organisationId} and n.topology_id = ${topologyId} and ${which.top ? sql`n.group_id is null` : sql`n.group_id = any(${which.open}::text[])`}
+    order by n.node_id`.execute(db)).rows;
+}
+
+/** Folded edges: one per (drawn source, drawn target, kind); `edge` is the edge itself when it stands alone. */
+export interface FoldedEdgeRow {
+  source: string;
+  target: string;
+  kind: string;
+  edges: number;
+  edge_id: string;
+  label: string | null;
+  data: Record<string, unknown> | null;
+  bytes: number;
+  flows: number;
+  ports: string[] | null;
+  vlans: unknown[] | null;
 }
 
 /**
- * Replaces a view's nodes and edges (set-based: one statement each over unnest/jsonb, whatever the
- * size): nodes gone are deleted with their positions and edges; the others are upserted with
- * the positions given.
+ * The edges of a view as drawn with the groups in `open` open: an end inside a closed group is
+ * drawn at the group (an address's edge to a network always is: the group frame says where its
+ * members are); edges inside one closed group are not drawn. Filtered by VLAN or service.
  */
-export async function replaceView(
-  db: Kysely<DB>,
-  organisationId: string,
-  topologyId: string,
-  nodes: { id: string; kind: string; label: string; data: Record<string, unknown>; x: number; y: number }[],
-  edges: { id: string; source: string; target: string; kind: string; label: string; data: Record<string, unknown> }[],
-): Promise<void> {
+export async function foldedEdges(
+  db: Kysely<DB>, organisationId: string, topologyId: string, open: string[], filter: { vlan: number | null; service: string | null },
+): Promise<FoldedEdgeRow[]> {
+  return (await sql<FoldedEdgeRow>`
+    with e as (
+      select e.kind, e.edge_id, e.label, e.data,
+        case when e.source_group is null or (e.kind <> 'subnet' and e.source_group = any(${open}::text[])) then e.source else e.source_group end as s,
+        case when e.target_group is null or (e.kind <> 'subnet' and e.target_group = any(${open}::text[])) then e.target else e.target_group end as t
+      from topology_edges e
+      where e.organisation_id = ${organisationId} and e.topology_id = ${topologyId}
+        ${filter.vlan !== null ? sql`and e.data->'vlans' @> ${JSON.stringify([filter.vlan])}::jsonb` : sql``}
+        ${filter.service !== null ? sql`and e.data->>'service' = ${filter.service}` : sql``}
+    ), by_port as (
+      select s, t, kind, e.data->>'port' as port, count(*)::int as n, min(edge_id) as edge_id, min(label) as label, (array_agg(data))[1] as data,
+        sum(coalesce((data->>'bytes')::float8, 0)) as bytes, sum(coalesce((data->>'flows')::float8, 0)) as flows,
+        case when kind = 'link' then jsonb_agg(data->'vlans') end as vlans
+      from e where s <> t group by s, t, kind, e.data->>'port'
+    )
+    select s as source, t as target, kind, sum(n)::int as edges, min(edge_id) as edge_id,
+      case when sum(n) = 1 then min(label) end as label, case when sum(n) = 1 then (array_agg(data))[1] end as data,
+      sum(bytes)::float8 as bytes, sum(flows)::float8 as flows,
+      (array_agg(port order by bytes desc, port) filter (where port is not null))[1:10] as ports,
+      case when kind = 'link' then jsonb_agg(vlans) end as vlans
+    from by_port group by s, t, kind order by s, t, kind`.execute(db)).rows;
+}
+
+/** Groups holding a member that carries VLAN `vlan` (the VLAN filter keeps them). */
+export async function groupsCarryingVlan(db: Kysely<DB>, organisationId: string, topologyId: string, vlan: number): Promise<Set<string>> {
+  const r = await sql<{ group_id: string }>`
+    select distinct group_id from topology_nodes where organisation_id = ${organisationId} and topology_id = ${topologyId} and group_id is not null and data->'vlans' @> ${JSON.stringify([vlan])}::jsonb`.execute(db);
+  return new Set(r.rows.map((x) => x.group_id));
+}
+
+/** Current names of services (the labels of dependency edges). */
+export async function serviceNames(db: Kysely<DB>, organisationId: string, ids: string[]): Promise<Map<string, string | null>> {
+  if (!ids.length) return new Map();
+  const r = await sql<{ id: string; name: string | null }>`select id, name from services where organisation_id = ${organisationId} and id = any(${[...new Set(ids)]}::uuid[])`.execute(db);
+  return new Map(r.rows.map((x) => [x.id, x.name]));
+}
+
+export interface SearchRow { node_id: string; kind: string; group_id: string | null; label: string; hostname: string | null; fqdn: string | null; addresses: string[]; matched: string; rank: number }
+/** Nodes of a view matching `q`: by name (substring), address (prefix) or service (name or product prefix). */
+export async function searchNodes(db: Kysely<DB>, organisationId: string, topologyId: string, q: string, limit: number): Promise<SearchRow[]> {
+  const contains = `%${likeLiteral(q)}%`;
+  const prefix = `${likeLiteral(q)}%`;
+  return (await sql<SearchRow>`
+    with m as (
+      select n.node_id, n.kind, n.group_id, n.label, h.hostname, h.fqdn, n.ref_id,
+        case
+          when coalesce(h.hostname, '') ilike ${contains} or coalesce(h.fqdn, '') ilike ${contains} or (h.id is null and n.label ilike ${contains}) then 0
+          when exists (select 1 from host_addresses a where a.organisation_id = n.organisation_id and a.host_id = n.ref_id and host(a.address) like ${prefix}) then 1
+          when exists (select 1 from services v where v.organisation_id = n.organisation_id and v.host_id = n.ref_id and (v.name ilike ${prefix} or v.product ilike ${prefix})) then 2
+        end as rank
+      from topology_nodes n
+      left join hosts h on n.kind = 'host' and h.organisation_id = n.organisation_id and h.id = n.ref_id
+      where n.organisation_id = ${organisationId} and n.topology_id = ${topologyId} and n.kind <> 'group'
+    )
+    select m.node_id, m.kind, m.group_id, m.label, m.hostname, m.fqdn, m.rank,
+      case m.rank when 0 then 'name' when 1 then 'address' else 'service' end as matched,
+      coalesce(array(select host(a.address) from host_addresses a where a.organisation_id = ${organisationId} and a.host_id = m.ref_id order by a.address), '{}') as addresses
+    from m where m.rank is not null order by m.rank, coalesce(m.hostname, m.fqdn, m.label), m.node_id limit ${limit}`.execute(db)).rows;
+}
+
+export async function setGroupBy(db: Kysely<DB>, organisationId: string, topologyId: string, groupBy: string): Promise<void> {
+  await sql`update topologies set group_by = ${groupBy}, updated_at = now() where organisation_id = ${organisationId} and id = ${topologyId}`.execute(db);
+}
+
+/** Every node's stored position and group (a member's relative to it). */
+export async function savedPositions(db: Kysely<DB>, organisationId: string, topologyId: string): Promise<Map<string, { x: number; y: number; group: string | null }>> {
+  const rows = await db.selectFrom('topology_nodes').select(['node_id', 'x', 'y', 'group_id']).where('organisation_id', '=', organisationId).where('topology_id', '=', topologyId).execute();
+  return new Map(rows.map((r) => [r.node_id, { x: r.x, y: r.y, group: r.group_id }]));
+}
+
+export interface StoredNode { id: string; kind: string; label: string; data: Record<string, unknown>; x: number; y: number; group: string | null; refId: string | null }
+export interface StoredEdge { id: string; source: string; target: string; kind: string; label: string; data: Record<string, unknown>; sourceGroup: string | null; targetGroup: string | null }
+
+const CHUNK = 5000;
+const chunks = <T>(xs: T[]) => Array.from({ length: Math.ceil(xs.length / CHUNK) }, (_, i) => xs.slice(i * CHUNK, (i + 1) * CHUNK));
+
+/**
+ * Replaces a view's nodes and edges, set-based in chunks of CHUNK rows (bounded memory whatever
+ * the size): every edge goes, nodes gone are deleted, the others upserted with their positions.
+ */
+export async function replaceView(db: Kysely<DB>, organisationId: string, topologyId: string, nodes: StoredNode[], edges: StoredEdge[]): Promise<void> {
   await sql`delete from topology_edges where organisation_id = ${organisationId} and topology_id = ${topologyId}`.execute(db);
   await sql`delete from topology_nodes where organisation_id = ${organisationId} and topology_id = ${topologyId} and not (node_id = any(${nodes.map((n) => n.id)}::text[]))`.execute(db);
-  if (nodes.length) {
+  for (const part of chunks(nodes)) {
     await sql`
-      insert into topology_nodes (organisation_id, topology_id, node_id, kind, label, data, x, y)
-      select ${organisationId}, ${topologyId}, n.id, n.kind, n.label, n.data, n.x, n.y
-      from jsonb_to_recordset(${JSON.stringify(nodes)}::jsonb) as n(id text, kind text, label text, data jsonb, x float8, y float8)
-      on conflict (organisation_id, topology_id, node_id) do update set kind = excluded.kind, label = excluded.label, data = excluded.data, x = excluded.x, y = excluded.y`.execute(db);
+      insert into topology_nodes (organisation_id, topology_id, node_id, kind, label, data, x, y, group_id, ref_id)
+      select ${organisationId}, ${topologyId}, n.id, n.kind, n.label, n.data, n.x, n.y, n.group, n."refId"
+      from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as n(id text, kind text, label text, data jsonb, x float8, y float8, "group" text, "refId" uuid)
+      on conflict (organisation_id, topology_id, node_id) do update set kind = excluded.kind, label = excluded.label, data = excluded.data, x = excluded.x, y = excluded.y,
+        group_id = excluded.group_id, ref_id = excluded.ref_id`.execute(db);
   }
-  if (edges.length) {
+  for (const part of chunks(edges)) {
     await sql`
-      insert into topology_edges (organisation_id, topology_id, edge_id, source, target, kind, label, data)
-      select ${organisationId}, ${topologyId}, e.id, e.source, e.target, e.kind, e.label, e.data
-      from jsonb_to_recordset(${JSON.stringify(edges)}::jsonb) as e(id text, source text, target text, kind text, label text, data jsonb)`.execute(db);
+      insert into topology_edges (organisation_id, topology_id, edge_id, source, target, kind, label, data, source_group, target_group)
+      select ${organisationId}, ${topologyId}, e.id, e.source, e.target, e.kind, e.label, e.data, e."sourceGroup", e."targetGroup"
+      from jsonb_to_recordset(${JSON.stringify(part)}::jsonb) as e(id text, source text, target text, kind text, label text, data jsonb, "sourceGroup" text, "targetGroup" text)`.execute(db);
   }
 }
 
-export async function markBuilt(db: Kysely<DB>, organisationId: string, topologyId: string, counts: { nodes: number; edges: number }, at: Date): Promise<void> {
-  await sql`update topologies set status = 'ready', failure_reason = null, node_count = ${counts.nodes}, edge_count = ${counts.edges}, built_at = ${at}, updated_at = now()
+export async function markBuilt(
+  db: Kysely<DB>, organisationId: string, topologyId: string,
+  counts: { nodes: number; edges: number; groups: number; facets: TopologyRow['facets'] }, at: Date,
+): Promise<void> {
+  await sql`update topologies set status = 'ready', failure_reason = null, node_count = ${counts.nodes}, edge_count = ${counts.edges}, group_count = ${counts.groups},
+      facets = ${JSON.stringify(counts.facets)}::jsonb, built_at = ${at}, updated_at = now()
     where organisation_id = ${organisationId} and id = ${topologyId}`.execute(db);
 }
 
@@ -216,7 +347,7 @@ export async function logTopologyChanges(db: Kysely<DB>, organisationId: string,
     select ${organisationId}, 'topology', id, 'updated' from unnest(${ids}::uuid[]) as id`.execute(db);
 }
 
-/** Saves positions of existing nodes (the caller checked they exist); returns how many rows changed. */
+/** Saves positions of existing nodes (the caller checked they exist; members' relative); returns how many rows changed. */
 export async function savePositions(db: Kysely<DB>, organisationId: string, topologyId: string, positions: { nodeId: string; x: number; y: number }[]): Promise<number> {
   const r = await sql`
     update topology_nodes n set x = p.x, y = p.y
@@ -225,9 +356,13 @@ export async function savePositions(db: Kysely<DB>, organisationId: string, topo
   return Number(r.numAffectedRows ?? 0);
 }
 
-export async function nodeIds(db: Kysely<DB>, organisationId: string, topologyId: string): Promise<Set<string>> {
-  const rows = await db.selectFrom('topology_nodes').select('node_id').where('organisation_id', '=', organisationId).where('topology_id', '=', topologyId).execute();
-  return new Set(rows.map((r) => r.node_id));
+/** The nodes named (of this view), each with its group and that group's position (to store a member relative to it). */
+export async function nodesNamed(db: Kysely<DB>, organisationId: string, topologyId: string, ids: string[]): Promise<Map<string, { group: string | null; groupX: number; groupY: number }>> {
+  const r = await sql<{ node_id: string; group_id: string | null; gx: number | null; gy: number | null }>`
+    select n.node_id, n.group_id, g.x as gx, g.y as gy from topology_nodes n
+    left join topology_nodes g on g.organisation_id = n.organisation_id and g.topology_id = n.topology_id and g.node_id = n.group_id
+    where n.organisation_id = ${organisationId} and n.topology_id = ${topologyId} and n.node_id = any(${ids}::text[])`.execute(db);
+  return new Map(r.rows.map((x) => [x.node_id, { group: x.group_id, groupX: x.gx ?? 0, groupY: x.gy ?? 0 }]));
 }
 
 // --- Share links ----------------------------------------------------------------------------
