@@ -90,7 +90,25 @@ type Lod = ReturnType<typeof detailAt>;
 
 type Look = 'plain' | 'dim' | 'near' | 'selected';
 
-const NodeBox = memo(function NodeBox({ d, lod, look, tabbable, movable }: { d: Drawn; lod: Lod; look: Look; tabbable: boolean; movable: boolean }) {
+/**
+ * A frame's title when the zoom is too far out for its title band's text: written inside the frame,
+ * over its members, at 13 px on screen (a frame is large enough to carry it; a box is not).
+ */
+function FrameTitle({ d, left, k }: { d: Drawn; left: number; k: number }) {
+  const r = d.rect;
+  if (r.width * k < 160 || r.height * k < 56) return null;
+  return (
+    <text x={Math.max(r.x, Math.min(left, r.x + r.width - 160 / k)) + 8 / k} y={r.y + 36 + 20 / k} className="topo-overlay-label" style={{ fontSize: `${13 / k}px`, strokeWidth: `${4 / k}px` }}>
+      {clip(groupText(d.n).title, Math.floor((r.width * k - 16) / 8))}
+    </text>
+  );
+}
+
+/**
+ * A node's box. An open group's frame also takes where the screen's left edge is (`left`, in the
+ * drawing): its title stays on screen when the frame is wider than the view.
+ */
+const NodeBox = memo(function NodeBox({ d, lod, look, tabbable, movable, left = -Infinity }: { d: Drawn; lod: Lod; look: Look; tabbable: boolean; movable: boolean; left?: number }) {
   const { n, rect: r } = d;
   const cls = `topo-node topo-${n.kind}${movable ? ' movable' : ''}${look === 'plain' ? '' : ` ${look}`}`;
   const common = { 'data-node-id': n.id, role: 'button', tabIndex: tabbable ? 0 : -1, 'aria-label': describeNode(n) } as const;
@@ -102,7 +120,7 @@ const NodeBox = memo(function NodeBox({ d, lod, look, tabbable, movable }: { d: 
           <title>{`${n.label}: ${plural(memberCount(n), 'host')} (click to close)`}</title>
           <rect x={r.x} y={r.y} width={r.width} height={36} rx={8} />
           {lod.group && (
-            <text x={r.x + 12} y={r.y + 23} className="topo-group-label">
+            <text x={Math.max(r.x + 12, Math.min(left + 12, r.x + r.width - 320))} y={r.y + 23} className="topo-group-label">
               <tspan>{clip(groupText(n).title, fits(r.width - 120, TEXT.group))}</tspan>
               <tspan className="topo-detail" dx={10}>{groupText(n).detail}</tspan>
             </text>
@@ -508,7 +526,9 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
             </marker>
           </defs>
           <g transform={`translate(${camera.x} ${camera.y}) scale(${k})`}>
-            {shown.frames.map((d) => <NodeBox key={d.id} d={d} lod={stableLod} look={near ? (near.nodes.has(d.id) ? 'near' : 'dim') : d.id === selected ? 'selected' : 'plain'} tabbable={d.id === tabbable} movable={admin} />)}
+            {shown.frames.map((d) => (
+              <NodeBox key={d.id} d={d} lod={stableLod} look={near ? (near.nodes.has(d.id) ? 'near' : 'dim') : d.id === selected ? 'selected' : 'plain'} tabbable={d.id === tabbable} movable={admin} left={-camera.x / k} />
+            ))}
             <g className="topo-edges">
               {shown.lines.map(({ e, a, b }) => (
                 <line
@@ -526,6 +546,11 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
               ))}
             </g>
             {shown.boxes.map((d) => <NodeBox key={d.id} d={d} lod={stableLod} look={look(d.id)} tabbable={d.id === tabbable} movable={admin} />)}
+            {!stableLod.group && (
+              <g className="topo-overlay" aria-hidden="true">
+                {shown.frames.map((d) => <FrameTitle key={d.id} d={d} left={-camera.x / k} k={k} />)}
+              </g>
+            )}
             {stableLod.edge &&
               shown.lines.map(({ e, a, b }) => {
                 // A label only where its line is long enough to carry it (else it would sit on the boxes); the tooltip has it.
