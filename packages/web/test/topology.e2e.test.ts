@@ -208,7 +208,7 @@ describe.skipIf(!haveChromium)('topology views in Chromium', () => {
     await vlan.selectOption('');
     await expect.poll(() => new URL(p.url()).searchParams.get('vlan'), POLL).toBeNull();
 
-    // Drag core-sw1 by 120 px right and 60 down: the server answers saved, its answer draws it there, the view did not pan.
+    // Drag core-sw1 by 400 px right and 60 down (an empty place of its frame): the server answers saved, its answer draws it there, the view did not pan.
     const sw = node(p, `host:${sw1}`);
     await sw.waitFor();
     const cam = await settled(p);
@@ -220,8 +220,8 @@ describe.skipIf(!haveChromium)('topology views in Chromium', () => {
     const from = centreOf(before);
     await p.mouse.move(from.x, from.y);
     await p.mouse.down();
-    await p.mouse.move(from.x + 60, from.y + 30, { steps: 5 });
-    await p.mouse.move(from.x + 120, from.y + 60, { steps: 5 });
+    await p.mouse.move(from.x + 200, from.y + 30, { steps: 5 });
+    await p.mouse.move(from.x + 400, from.y + 60, { steps: 5 });
     await p.mouse.up();
     const answer = await put;
     expect(answer.status()).toBe(200);
@@ -229,13 +229,13 @@ describe.skipIf(!haveChromium)('topology views in Chromium', () => {
     const sent = JSON.parse(answer.request().postData()!) as { positions: { nodeId: string; x: number; y: number }[] };
     expect(sent.positions).toHaveLength(1);
     expect(sent.positions[0]!.nodeId).toBe(`host:${sw1}`);
-    expect(Math.abs(sent.positions[0]!.x - (was.x + 120 / cam.k))).toBeLessThanOrEqual(1);
+    expect(Math.abs(sent.positions[0]!.x - (was.x + 400 / cam.k))).toBeLessThanOrEqual(1);
     expect(Math.abs(sent.positions[0]!.y - (was.y + 60 / cam.k))).toBeLessThanOrEqual(1);
     await p.getByRole('status').filter({ hasText: 'Position of core-sw1 saved.' }).waitFor();
     await expect.poll(async () => { const s = await stored(); return [s.x, s.y]; }, POLL).toEqual([sent.positions[0]!.x, sent.positions[0]!.y]);
     expect(await camera(p)).toEqual(cam);
     const after = await boxOf(sw);
-    expect(Math.abs(after.x - before.x - 120)).toBeLessThanOrEqual(2);
+    expect(Math.abs(after.x - before.x - 400)).toBeLessThanOrEqual(2);
     expect(Math.abs(after.y - before.y - 60)).toBeLessThanOrEqual(2);
     await shot(p, 'topology-03-dragged');
   });
@@ -522,6 +522,54 @@ describe.skipIf(!haveChromium)('topology views in Chromium', () => {
     await shot(p, 'topology-15-application');
   });
 
+  it('moves a group with its members when its frame is dragged, and regroups a view by VLAN (fitted again)', async () => {
+    const p = await viewPage('Network (lab)');
+    const lab = viewIds.get('Network (lab)')!;
+    const head = p.locator('svg.topo-canvas [data-node-id^="group:"][aria-expanded="true"]');
+    const groupId = (await head.getAttribute('data-node-id'))!;
+    const sw = node(p, `host:${sw1}`);
+    await sw.waitFor();
+    const cam = await settled(p);
+    const [headBefore, swBefore] = [await boxOf(head), await boxOf(sw)];
+    // Dragged by its title band 90 px down: one position saved, the group's; its members came along.
+    const put = p.waitForResponse((r) => r.request().method() === 'PUT' && r.url().endsWith(`/topology/${lab}/positions`));
+    const from = { x: headBefore.x + 40, y: headBefore.y + headBefore.height / 2 };
+    await p.mouse.move(from.x, from.y);
+    await p.mouse.down();
+    await p.mouse.move(from.x, from.y + 45, { steps: 4 });
+    await p.mouse.move(from.x, from.y + 90, { steps: 4 });
+    await p.mouse.up();
+    const answer = await put;
+    expect(answer.status()).toBe(200);
+    const sent = JSON.parse(answer.request().postData()!) as { positions: { nodeId: string; x: number; y: number }[] };
+    expect(sent.positions.map((x) => x.nodeId)).toEqual([groupId]);
+    await p.getByRole('status').filter({ hasText: /^Position of .+ saved\.$/ }).waitFor();
+    await expect.poll(async () => Math.round((await boxOf(sw)).y - swBefore.y), POLL).toBe(90);
+    expect(Math.round((await boxOf(head)).y - headBefore.y)).toBe(90);
+    expect(await camera(p)).toEqual(cam);
+    const graph = (await (await p.request.get(`/api/v1/topology/${lab}/graph`)).json()) as { nodes: { id: string; y: number }[] };
+    expect(graph.nodes.find((n) => n.id === groupId)!.y).toBe(sent.positions[0]!.y);
+    await shot(p, 'topology-16-group-dragged');
+
+    // Group by VLAN: the view is rebuilt (PATCH), the switch carrying VLAN 10 goes in its group, the new drawing is fitted.
+    const patch = p.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().endsWith(`/topology/${lab}`));
+    await p.getByLabel('Group by').selectOption('vlan');
+    expect((await patch).status()).toBe(200);
+    await p.getByText(/grouped by vlan into \d+ groups/).waitFor();
+    await p.locator('svg.topo-canvas [data-node-id^="group:vlan:"]').first().waitFor();
+    expect(await p.locator('svg.topo-canvas [aria-label^="VLAN 10 · users, group of "]').count()).toBe(1);
+    const regrouped = (await (await p.request.get(`/api/v1/topology/${lab}/graph`)).json()) as { nodes: { id: string; group: string | null }[] };
+    expect(regrouped.nodes.find((n) => n.id === `host:${sw1}`)!.group).toMatch(/^group:vlan:vlan:10$/);
+    await settled(p);
+    const fitted = await extent(p);
+    expect(fitted.inside).toBe(true);
+    expect(Math.abs(fitted.dx)).toBeLessThanOrEqual(2);
+    expect(Math.abs(fitted.dy)).toBeLessThanOrEqual(2);
+    await shot(p, 'topology-17-grouped-by-vlan');
+    await p.getByLabel('Group by').selectOption('subnet');
+    await p.getByText(/grouped by subnet into/).waitFor();
+  });
+
   it('redraws a view rebuilt elsewhere without a reload (topology.updated on the live stream)', async () => {
     const p = await viewPage('Network (lab)');
     await p.evaluate(() => Object.assign(globalThis, { notReloaded: true }));
@@ -540,6 +588,6 @@ describe.skipIf(!haveChromium)('topology views in Chromium', () => {
       .toBe(200);
     await sw3.waitFor();
     expect(await p.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded)).toBe(true);
-    await shot(p, 'topology-16-redrawn-live');
+    await shot(p, 'topology-18-redrawn-live');
   });
 });

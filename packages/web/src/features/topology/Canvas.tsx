@@ -329,8 +329,11 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
 
   const focusNode = useCallback((id: string) => {
     setFocusId(id);
-    // After the render that makes it tabbable (and draws it, if it was culled).
-    requestAnimationFrame(() => svg.current?.querySelector<SVGGElement>(`[data-node-id="${CSS.escape(id)}"]`)?.focus({ preventScroll: true }));
+    const find = () => svg.current?.querySelector<SVGGElement>(`[data-node-id="${CSS.escape(id)}"]`);
+    // At once when it is drawn (the next key press starts from it), else after the render that draws it.
+    const el = find();
+    if (el) el.focus({ preventScroll: true });
+    else requestAnimationFrame(() => find()?.focus({ preventScroll: true }));
   }, []);
 
   // A group opened or closed is drawn anew (a box becomes a frame): focus follows it once the answer is in.
