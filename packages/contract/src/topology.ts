@@ -60,13 +60,15 @@ export type HostTopology = z.infer<typeof HostTopology>;
  * How a view groups its hosts (issue 24): `subnet` (the most specific inventory network holding
  * the host's first address, cut into /24 (IPv4) or /64 (IPv6) blocks when larger; hosts outside
  * every network by that block of their address), `vlan` (the lowest VLAN the host carries, else
- * by subnet) or `service` (application views: the service the host is called on most, else by
- * subnet). Networks and LLDP/CDP devices are never grouped. A group above MAX_GROUP_MEMBERS
- * members is cut into parts of at most that many, in address order.
+ * by subnet), `service` (application views: the service the host is called on most, else by
+ * subnet) or `role` (the device type a scan found, else a network device when it reports LLDP/CDP,
+ * VLANs or LAGs, else a server when it offers a service, else by subnet). Networks and LLDP/CDP
+ * devices are never grouped. A group above MAX_GROUP_MEMBERS members is cut into parts of at most
+ * that many, in address order.
  */
-export const TopologyGroupBy = z.enum(['subnet', 'vlan', 'service']);
+export const TopologyGroupBy = z.enum(['subnet', 'vlan', 'service', 'role']);
 export type TopologyGroupBy = z.infer<typeof TopologyGroupBy>;
-export const GROUP_BY_CHOICES = { network: ['subnet', 'vlan'], application: ['subnet', 'service'] } as const satisfies Record<string, readonly TopologyGroupBy[]>;
+export const GROUP_BY_CHOICES = { network: ['subnet', 'vlan', 'role'], application: ['subnet', 'service', 'role'] } as const satisfies Record<string, readonly TopologyGroupBy[]>;
 export const MAX_GROUP_MEMBERS = 400;
 /** A view of at most this many nodes opens with every group expanded (its whole drawing). */
 export const AUTO_EXPAND_NODES = 250;

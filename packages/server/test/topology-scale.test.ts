@@ -222,6 +222,16 @@ describe('topology views at scale (issue 24)', () => {
     expect((f.edges as Json[]).map((e) => e.kind)).toEqual(Array(7).fill('link'));
     expect((f.nodes as Json[]).map((n) => n.id).sort()).toEqual(['group:vlan:vlan:100', ...[1, 256, 512, 768, 1024, 1280, 1536, 1792].map((i) => `host:${hostIds.get(`srv-${i}`)}`)].sort());
     expect((await graph(netView, '?vlan=200')).nodes).toEqual([]);
+    // By role: the device type a scan found, else a network device (VLANs, or 3 LLDP links or more), else a server, else by subnet.
+    await sql`update hosts set device_type = 'printer' where organisation_id = ${org.organisationId} and id = ${hostIds.get('srv-2000')!}`.execute(t.database.db);
+    expect((await req('PATCH', `/api/v1/topology/${netView}`, { groupBy: 'role' })).json()).toMatchObject({ groupBy: 'role', status: 'ready' });
+    const roles = (await graph(netView)).nodes as Json[];
+    expect(roles.filter((n) => n.id.startsWith('group:role:role:')).map((n) => [n.id, n.label, n.members]).sort()).toEqual([
+      ['group:role:role:printer', 'Printer', 1],
+      ['group:role:role:~network', 'Network devices (LLDP/CDP, VLANs, LAGs)', 1],
+      ['group:role:role:~server', 'Servers (offer a service)', 12],
+    ]);
+    expect(roles.filter((n) => n.kind === 'group').reduce((s, n) => s + n.members, 0)).toBe(HOSTS + OUTSIDE.length);
     expect((await req('PATCH', `/api/v1/topology/${netView}`, { groupBy: 'subnet' })).statusCode).toBe(200);
 
     const app = await req('PATCH', `/api/v1/topology/${appView}`, { groupBy: 'service' });

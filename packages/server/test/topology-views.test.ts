@@ -305,7 +305,7 @@ describe('topology views: build, positions, share links, exports (issue #15; spe
     expectProblem(await req('GET', `/api/v1/topology/${networkView}/search`, owner), 400, 'validation_failed', 'no q');
     expectProblem(await req('PATCH', `/api/v1/topology/${networkView}`, owner, { groupBy: 'service' }), 400, 'validation_failed', 'service grouping of a network view');
     expectProblem(await req('PATCH', `/api/v1/topology/${appView}`, owner, { groupBy: 'vlan' }), 400, 'validation_failed', 'vlan grouping of an application view');
-    expectProblem(await req('PATCH', `/api/v1/topology/${networkView}`, owner, { groupBy: 'role' }), 400, 'validation_failed', 'unknown grouping');
+    expectProblem(await req('PATCH', `/api/v1/topology/${networkView}`, owner, { groupBy: 'rack' }), 400, 'validation_failed', 'unknown grouping');
     expect((await graph(networkView)).topology.groupBy).toBe('subnet');
   });
 

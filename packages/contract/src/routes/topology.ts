@@ -80,7 +80,7 @@ export const topologyRoutes = {
     url: '/api/v1/topology/:id',
     operationId: 'updateTopology',
     summary: 'Change how a view groups its hosts; the view is rebuilt at once',
-    description: 'Network views group by `subnet` or `vlan`, application views by `subnet` or `service`; another choice is 400 `validation_failed`.',
+    description: 'Network views group by `subnet`, `vlan` or `role`, application views by `subnet`, `service` or `role`; another choice is 400 `validation_failed`.',
     tags: ['admin'],
     internal: true,
     auth: { kind: 'session', minRole: 'admin' },

@@ -7,6 +7,10 @@ export interface HostPlace {
   networkId: string | null;
   networkName: string | null;
   cidr: string | null;
+  /** The device type a scan found (nmap's: switch, router, printer, general purpose…). */
+  deviceType?: string | null;
+  /** Whether the host offers a service (not gone). */
+  serves?: boolean;
 }
 
 /** More top-level groups than this: hosts outside every network are gathered in coarser blocks. */
@@ -87,11 +91,19 @@ export function groupGraph(graph: Graph, groupBy: TopologyGroupBy, places: Map<s
   };
   // The service each host is called on most (application views), by flows.
   const calls = new Map<string, Map<string, number>>();
-  for (const n of members) addVlans(n.id, n.data.vlans);
+  // Hosts that carry VLANs or are on 3 LLDP/CDP links or more: network devices (the role grouping;
+  // a server running lldpd names its one switch, a switch is named by many).
+  const networkDevice = new Set<string>();
+  const links = new Map<string, number>();
+  for (const n of members) {
+    addVlans(n.id, n.data.vlans);
+    if (Array.isArray(n.data.vlans) && n.data.vlans.length) networkDevice.add(n.id);
+  }
   for (const e of graph.edges) {
     if (e.kind === 'link') {
       addVlans(e.source, e.data.vlans);
       addVlans(e.target, e.data.vlans);
+      for (const end of [e.source, e.target]) if ((links.set(end, (links.get(end) ?? 0) + 1).get(end) ?? 0) >= 3) networkDevice.add(end);
     } else if (e.kind === 'dependency' && typeof e.data.service === 'string') {
       const m = calls.get(e.target) ?? new Map<string, number>();
       m.set(e.data.service, (m.get(e.data.service) ?? 0) + Number(e.data.flows ?? 1));
@@ -106,6 +118,12 @@ export function groupGraph(graph: Graph, groupBy: TopologyGroupBy, places: Map<s
         const name = vlanNames.get(vs[0]!);
         return { key: `vlan:${vs[0]}`, label: `VLAN ${vs[0]}${name ? ` · ${name}` : ''}`, refId: null, data: { vlan: vs[0] } };
       }
+    } else if (groupBy === 'role') {
+      const place = places.get(hostOf(n));
+      const type = place?.deviceType?.trim().toLowerCase();
+      if (type) return { key: `role:${type}`, label: type[0]!.toUpperCase() + type.slice(1), refId: null, data: { role: type } };
+      if (networkDevice.has(n.id)) return { key: 'role:~network', label: 'Network devices (LLDP/CDP, VLANs, LAGs)', refId: null, data: { role: 'network device' } };
+      if (place?.serves) return { key: 'role:~server', label: 'Servers (offer a service)', refId: null, data: { role: 'server' } };
     } else if (groupBy === 'service') {
       const m = calls.get(n.id);
       if (m?.size) {

@@ -166,13 +166,18 @@ export async function scopeDependencies(db: Kysely<DB>, organisationId: string, 
 
 // --- The stored view ------------------------------------------------------------------------
 
-export interface HostPlaceRow { host_id: string; address: string | null; network_id: string | null; network_name: string | null; cidr: string | null }
-/** Each host's first address (IPv4 first) and the most specific inventory network holding it (the subnet groups). */
+export interface HostPlaceRow { host_id: string; address: string | null; network_id: string | null; network_name: string | null; cidr: string | null; device_type: string | null; serves: boolean }
+/**
+ * Each host's first address (IPv4 first) and the most specific inventory network holding it (the
+ * subnet groups), its device type and whether it offers a service (the role groups).
+ */
 export async function hostPlaces(db: Kysely<DB>, organisationId: string, hostIds: string[]): Promise<HostPlaceRow[]> {
   if (!hostIds.length) return [];
   return (await sql<HostPlaceRow>`
-    select h.id as host_id, host(fa.address) as address, nw.id as network_id, nw.name as network_name, nw.cidr::text as cidr
+    select h.id as host_id, host(fa.address) as address, nw.id as network_id, nw.name as network_name, nw.cidr::text as cidr,
+      hr.device_type, exists (select 1 from services v where v.organisation_id = ${organisationId} and v.host_id = h.id and v.state = 'open' and v.gone_at is null) as serves
     from unnest(${hostIds}::uuid[]) as h(id)
+    join hosts hr on hr.organisation_id = ${organisationId} and hr.id = h.id
     left join lateral (select a.address from host_addresses a where a.organisation_id = ${organisationId} and a.host_id = h.id order by a.address limit 1) fa on true
     left join lateral (select n.id, n.name, n.cidr from networks n where n.organisation_id = ${organisationId} and fa.address <<= n.cidr order by masklen(n.cidr) desc, n.id limit 1) nw on true`.execute(db)).rows;
 }

@@ -86,7 +86,7 @@ async function buildView(db: Kysely<DB>, organisationId: string, topologyId: str
     if (!t) return;
     const { graph, vlanNames } = await buildGraph(trx, organisationId, t);
     const hostIds = graph.nodes.filter((n) => n.kind === 'host' && !n.data.outsideScope).map((n) => n.refId!);
-    const places = new Map<string, HostPlace>((await repo.hostPlaces(trx, organisationId, hostIds)).map((p) => [p.host_id, { address: p.address, networkId: p.network_id, networkName: p.network_name, cidr: p.cidr }]));
+    const places = new Map<string, HostPlace>((await repo.hostPlaces(trx, organisationId, hostIds)).map((p) => [p.host_id, { address: p.address, networkId: p.network_id, networkName: p.network_name, cidr: p.cidr, deviceType: p.device_type, serves: p.serves }]));
     const { groups, groupOf, members } = groupGraph(graph, t.group_by, places, vlanNames);
     if (t.group_by === 'subnet') dropOwnNetworks(graph, groups, groupOf);
 
