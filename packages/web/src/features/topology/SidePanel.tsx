@@ -129,6 +129,7 @@ function GroupDetails({ node, graph, onToggle, onSelect }: { node: TopologyNode;
         {text(node.data.block) && <Field name="Block"><span className="mono">{text(node.data.block)}</span></Field>}
         {text(node.data.vlan) && <Field name="VLAN">{text(node.data.vlan)}</Field>}
         {text(node.data.service) && <Field name="Service">{text(node.data.service)}</Field>}
+        {text(node.data.role) && <Field name="Role">{text(node.data.role)}</Field>}
         {text(node.data.part) && <Field name="Part">{text(node.data.part)} of {text(node.data.parts)}</Field>}
       </Fields>
       <p>

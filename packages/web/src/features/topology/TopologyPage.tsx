@@ -19,7 +19,7 @@ import { type Found, ViewSearch } from './ViewSearch';
 // link shows the same thing; `open` absent is the server's default (every group of a small view,
 // none of a large one), empty is none, `all` is all.
 
-const GROUP_BY_LABELS: Record<TopologyGroupBy, string> = { subnet: 'Subnet', vlan: 'VLAN', service: 'Service' };
+const GROUP_BY_LABELS: Record<TopologyGroupBy, string> = { subnet: 'Subnet', vlan: 'VLAN', service: 'Service', role: 'Role' };
 const nf = new Intl.NumberFormat('en');
 
 export function TopologyPage() {
