@@ -278,6 +278,15 @@ describe.skipIf(!haveChromium)('topology views in Chromium', () => {
     expect(await p.getByText(`${Math.round(c2.k * 100)} %`, { exact: true }).count()).toBe(1);
     await shot(p, 'topology-04-zoomed-at-pointer');
 
+    // Shift+wheel pans sideways, at the same zoom.
+    await p.keyboard.down('Shift');
+    await p.mouse.wheel(0, 120);
+    await p.keyboard.up('Shift');
+    const c3 = await settled(p);
+    expect(c3.k).toBe(c2.k);
+    expect(c3.y).toBe(c2.y);
+    expect(Math.abs(c3.x - c2.x)).toBeCloseTo(120, 0);
+
     // Keys on the canvas: 0 fits, + and − zoom by 1.25 around the middle, arrows pan.
     await canvas(p).focus();
     await p.keyboard.press('0');
