@@ -185,6 +185,9 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
   const [saved, setSaved] = useState<string | null>(null);
   const viewId = graph.topology.id;
   useEffect(() => setOffsets({}), [graph]);
+  // "Position of … saved." speaks of the drawing it was said on.
+  const groupBy = graph.topology.groupBy;
+  useEffect(() => setSaved(null), [viewId, groupBy]);
 
   // The viewport's size follows the element's.
   useEffect(() => {
