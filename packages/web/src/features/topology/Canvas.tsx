@@ -53,6 +53,9 @@ interface DrawnEdge {
   rect: Rect;
 }
 
+const transformOf = (c: Camera) => `translate(${c.x} ${c.y}) scale(${c.k})`;
+/** The camera's translation as the page exposes it (data-camera; the tests read it). */
+const cameraText = (c: Camera) => `${c.x.toFixed(1)},${c.y.toFixed(1)}`;
 const middle = (r: Rect): Point => ({ x: r.x + r.width / 2, y: r.y + r.height / 2 });
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, Math.max(n - 1, 1))}…` : s);
 /** How many characters of `px` text fit in `width` (an average glyph is ~0.6 em). */
@@ -169,17 +172,45 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
   const [size, setSize] = useState<Size | null>(null);
   const [camera, setCameraState] = useState<Camera>({ k: 1, x: 0, y: 0 });
   const cam = useRef(camera);
+  const world = useRef<SVGGElement>(null);
+  const sizeNow = useRef<Size | null>(null);
   const frame = useRef(0);
-  /** Camera changes from pointer and wheel: applied once per animation frame. */
+  const trailing = useRef(0);
+  const rendered = useRef({ key: '', lod: '', at: 0 });
+  /**
+   * Camera changes from pointer, wheel and keys, once per animation frame. The drawing's transform
+   * is set on the element at once; React draws again only when what is drawn changes (the culling
+   * rectangle, the level of detail) and every 150 ms meanwhile (the zoom shown, the minimap), so a
+   * pan over 5,000 boxes does not re-render them at every frame.
+   */
   const setCamera = useCallback((c: Camera) => {
     cam.current = c;
     if (frame.current) return;
     frame.current = requestAnimationFrame(() => {
       frame.current = 0;
-      setCameraState(cam.current);
+      const now = cam.current;
+      world.current?.setAttribute('transform', transformOf(now));
+      svg.current?.setAttribute('data-zoom', String(now.k));
+      svg.current?.setAttribute('data-camera', cameraText(now));
+      const key = sizeNow.current ? cullRect(now, sizeNow.current).key : '';
+      const lod = [TEXT.node, TEXT.detail, TEXT.group, TEXT.edge].map((px) => (textShows(now.k, px) ? 1 : 0)).join('');
+      const at = performance.now();
+      window.clearTimeout(trailing.current);
+      const sync = () => {
+        rendered.current = { key, lod, at: performance.now() };
+        setCameraState(cam.current);
+      };
+      if (key !== rendered.current.key || lod !== rendered.current.lod || at - rendered.current.at > 150) sync();
+      else trailing.current = window.setTimeout(sync, 150);
     });
   }, []);
-  useEffect(() => () => cancelAnimationFrame(frame.current), []);
+  useEffect(
+    () => () => {
+      cancelAnimationFrame(frame.current);
+      window.clearTimeout(trailing.current);
+    },
+    [],
+  );
   const [offsets, setOffsets] = useState<Record<string, Point>>({});
   const [focusId, setFocusId] = useState<string | null>(null);
   const [saved, setSaved] = useState<string | null>(null);
@@ -200,6 +231,7 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
       // The drawing point at the middle stays there (the details panel opening narrows the canvas).
       if (last) setCamera(panBy(cam.current, (r.width - last.width) / 2, (r.height - last.height) / 2));
       last = { width: r.width, height: r.height };
+      sizeNow.current = last;
       setSize(last);
     };
     measure();
@@ -518,7 +550,7 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
           aria-describedby={hintId}
           tabIndex={0}
           data-zoom={k}
-          data-camera={`${camera.x.toFixed(1)},${camera.y.toFixed(1)}`}
+          data-camera={cameraText(camera)}
           onPointerDown={onPointerDown}
           onPointerMove={onPointerMove}
           onPointerUp={onPointerUp}
@@ -531,7 +563,7 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
               <path d="M0,0 L10,5 L0,10 z" className="topo-arrow" />
             </marker>
           </defs>
-          <g transform={`translate(${camera.x} ${camera.y}) scale(${k})`}>
+          <g ref={world} transform={transformOf(camera)}>
             {shown.frames.map((d) => (
               <NodeBox key={d.id} d={d} lod={stableLod} look={near ? (near.nodes.has(d.id) ? 'near' : 'dim') : d.id === selected ? 'selected' : 'plain'} tabbable={d.id === tabbable} movable={admin} left={-camera.x / k} />
             ))}
