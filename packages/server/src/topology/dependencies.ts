@@ -46,12 +46,18 @@ export async function rebuildDependencies(db: Kysely<DB>, organisationId: string
         group by 1, 2, 3, 4
       ), addrs as (
         select distinct on (address) address, host_id from host_addresses where organisation_id = ${organisationId} order by address, host_id
+      ), called as materialized (
+        -- Each service at each address of its host (the address resolving to that host): joined
+        -- to the conversations on all three keys at once. Joined separately, the planner may pair
+        -- conversations and services on (port, protocol) first: every conversation with every
+        -- service on its port, a product of millions of rows at a few thousand hosts.
+        select da.address, s.port, s.protocol, da.host_id, s.id
+        from addrs da join services s on s.organisation_id = ${organisationId} and s.host_id = da.host_id
       ), resolved as (
-        select sa.host_id as src_host_id, da.host_id as dst_host_id, s.id as dst_service_id, agg.bytes, agg.packets, agg.flows, agg.last_seen
+        select sa.host_id as src_host_id, c.host_id as dst_host_id, c.id as dst_service_id, agg.bytes, agg.packets, agg.flows, agg.last_seen
         from agg
         join addrs sa on sa.address = agg.src_ip
-        join addrs da on da.address = agg.dst_ip
-        join services s on s.organisation_id = ${organisationId} and s.host_id = da.host_id and s.port = agg.dst_port and s.protocol = agg.protocol
+        join called c on c.address = agg.dst_ip and c.port = agg.dst_port and c.protocol = agg.protocol
       ), e as (
         insert into dependency_edges (organisation_id, site_id, src_host_id, dst_host_id, dst_service_id, bytes, packets, flows, last_seen_at, built_at)
         select ${organisationId}, h.site_id, r.src_host_id, r.dst_host_id, r.dst_service_id, r.bytes, r.packets, r.flows, r.last_seen, ${now}

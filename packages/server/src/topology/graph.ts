@@ -135,9 +135,13 @@ export function networkGraph(input: NetworkInputs): Graph {
 export function applicationGraph(deps: repo.DependencyRow[], labels: Map<string, { label: string; addresses: string[] }>): Graph {
   const nodes = new Map<string, GraphNode>();
   const offered = new Map<string, Set<string>>();
+  const ids = new Map<string, string>(); // host id → its node id: one string per host, not one per edge end
   const node = (hostId: string) => {
-    const id = hostNode(hostId);
-    if (!nodes.has(id)) nodes.set(id, { id, kind: 'host', label: labels.get(hostId)?.label ?? hostId, refId: hostId, data: { hostId, addresses: labels.get(hostId)?.addresses ?? [], services: [] } });
+    let id = ids.get(hostId);
+    if (id !== undefined) return id;
+    id = hostNode(hostId);
+    ids.set(hostId, id);
+    nodes.set(id, { id, kind: 'host', label: labels.get(hostId)?.label ?? hostId, refId: hostId, data: { hostId, addresses: labels.get(hostId)?.addresses ?? [], services: [] } });
     return id;
   };
   const edges = deps.map((d): GraphEdge => {

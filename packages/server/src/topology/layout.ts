@@ -10,6 +10,14 @@ export const boxOf = (n: Pick<GraphNode, 'kind'>): Size => (n.kind === 'group' ?
 
 /** Above this many top-level nodes the layered layout (quadratic at worst) gives way to a grid. */
 export const MAX_LAYERED_NODES = 1500;
+/**
+ * Above this many top-level edges (distinct pairs after folding) it gives way to a grid too: dagre's
+ * time grows with the square of the edges (crossing reduction over the dummy nodes of long edges),
+ * and a large site's application view folds to thousands of group pairs (every caller block to
+ * every server block): 144 groups and 2,288 edges took 24 s, 1,144 edges 4.6 s, 763 edges 2.2 s
+ * (bench/topology-views.mjs, 2 cores). So dense a drawing shows no layers anyway.
+ */
+export const MAX_LAYERED_EDGES = 1000;
 const MEMBER_GAP = { x: 16, y: 16 };
 
 /**
@@ -37,11 +45,13 @@ const GAP = 80;
 /** A layered left-to-right layout of the whole graph (dagre); top-left corners of the node boxes. */
 export function layeredLayout(nodes: GraphNode[], edges: Pick<GraphEdge, 'id' | 'source' | 'target'>[]): Map<string, Point> {
   if (nodes.length > MAX_LAYERED_NODES) return gridLayout(nodes);
+  const drawn = edges.filter((e) => e.source !== e.target);
+  if (drawn.length > MAX_LAYERED_EDGES) return gridLayout(nodes);
   const g = new Graph({ multigraph: true });
   g.setGraph({ rankdir: 'LR', nodesep: 24, ranksep: 140, marginx: 20, marginy: 20 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const n of nodes) g.setNode(n.id, boxOf(n));
-  for (const e of edges) if (e.source !== e.target) g.setEdge(e.source, e.target, {}, e.id);
+  for (const e of drawn) g.setEdge(e.source, e.target, {}, e.id);
   layout(g);
   return new Map(nodes.map((n) => {
     const p = g.node(n.id) as { x: number; y: number };

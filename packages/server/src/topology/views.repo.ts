@@ -313,8 +313,12 @@ const chunks = <T>(xs: T[]) => Array.from({ length: Math.ceil(xs.length / CHUNK)
 /**
  * Replaces a view's nodes and edges, set-based in chunks of CHUNK rows (bounded memory whatever
  * the size): every edge goes, nodes gone are deleted, the others upserted with their positions.
+ * An edge is stored with the groups of its ends (`groupOf`: member node id → its group).
  */
-export async function replaceView(db: Kysely<DB>, organisationId: string, topologyId: string, nodes: StoredNode[], edges: StoredEdge[]): Promise<void> {
+export async function replaceView(
+  db: Kysely<DB>, organisationId: string, topologyId: string, nodes: StoredNode[],
+  edges: Omit<StoredEdge, 'sourceGroup' | 'targetGroup'>[], groupOf: ReadonlyMap<string, string>,
+): Promise<void> {
   await sql`delete from topology_edges where organisation_id = ${organisationId} and topology_id = ${topologyId}`.execute(db);
   await sql`delete from topology_nodes where organisation_id = ${organisationId} and topology_id = ${topologyId} and not (node_id = any(${nodes.map((n) => n.id)}::text[]))`.execute(db);
   for (const part of chunks(nodes)) {
@@ -325,7 +329,9 @@ export async function replaceView(db: Kysely<DB>, organisationId: string, topolo
       on conflict (organisation_id, topology_id, node_id) do update set kind = excluded.kind, label = excluded.label, data = excluded.data, x = excluded.x, y = excluded.y,
         group_id = excluded.group_id, ref_id = excluded.ref_id`.execute(db);
   }
-  for (const part of chunks(edges)) {
+  for (const plain of chunks(edges)) {
+    // Each edge with the groups of its ends, a chunk at a time (not a second copy of every edge).
+    const part: StoredEdge[] = plain.map((e) => ({ ...e, sourceGroup: groupOf.get(e.source) ?? null, targetGroup: groupOf.get(e.target) ?? null }));
     await sql`
       insert into topology_edges (organisation_id, topology_id, edge_id, source, target, kind, label, data, source_group, target_group)
       select ${organisationId}, ${topologyId}, e.id, e.source, e.target, e.kind, e.label, e.data, e."sourceGroup", e."targetGroup"

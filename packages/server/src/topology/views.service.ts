@@ -115,8 +115,7 @@ async function buildView(db: Kysely<DB>, organisationId: string, topologyId: str
         stored.push({ id, kind: n.kind, label: n.label, data: n.data, ...p, group, refId: n.refId ?? null });
       });
     }
-    const edges: repo.StoredEdge[] = graph.edges.map((e) => ({ ...e, sourceGroup: groupOf.get(e.source) ?? null, targetGroup: groupOf.get(e.target) ?? null }));
-    await repo.replaceView(trx, organisationId, topologyId, stored, edges);
+    await repo.replaceView(trx, organisationId, topologyId, stored, graph.edges, groupOf);
 
     const usedVlans = new Set<number>();
     for (const x of [...graph.nodes, ...graph.edges]) if (Array.isArray(x.data.vlans)) for (const v of x.data.vlans as number[]) usedVlans.add(v);
