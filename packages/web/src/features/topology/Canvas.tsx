@@ -583,12 +583,7 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
                 </line>
               ))}
             </g>
-            {shown.boxes.map((d) => <NodeBox key={d.id} d={d} lod={stableLod} look={look(d.id)} tabbable={d.id === tabbable} movable={admin} />)}
-            {!stableLod.group && (
-              <g className="topo-overlay" aria-hidden="true">
-                {shown.frames.map((d) => <FrameTitle key={d.id} d={d} left={-camera.x / k} k={k} />)}
-              </g>
-            )}
+            {/* Edge labels under the boxes: a label never covers a node's name. */}
             {stableLod.edge &&
               shown.lines.map(({ e, a, b }) => {
                 // A label only where its line is long enough to carry it (else it would sit on the boxes); the tooltip has it.
@@ -600,6 +595,12 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
                   </text>
                 );
               })}
+            {shown.boxes.map((d) => <NodeBox key={d.id} d={d} lod={stableLod} look={look(d.id)} tabbable={d.id === tabbable} movable={admin} />)}
+            {!stableLod.group && (
+              <g className="topo-overlay" aria-hidden="true">
+                {shown.frames.map((d) => <FrameTitle key={d.id} d={d} left={-camera.x / k} k={k} />)}
+              </g>
+            )}
           </g>
         </svg>
         {showMinimap && size && bounds && <Minimap nodes={topLevel} bounds={bounds} view={visibleRect(camera, size)} onMove={(p) => setCamera(centreOn(p, size, cam.current.k))} />}
