@@ -1,191 +1,26 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { DEFAULT_SHARE_HOURS, MAX_SHARE_HOURS, roleAtLeast, toBoxBorder, type TopologyEdge, type TopologyGraph, type TopologyNode, type TopologyView } from '@surveyor/contract';
-import { type PointerEvent as ReactPointerEvent, useEffect, useId, useMemo, useRef, useState } from 'react';
-import { useSearchParams } from 'react-router';
-import { topologyKeys } from '../../lib/keys';
-import { exportHref, regenerateViews, saveNodePosition, shareView, useViewGraph, viewKeys } from './api';
-import { CopyField } from '../../components/Copy';
-import { Dialog } from '../../components/Dialog';
+import { GROUP_BY_CHOICES, MAX_VISIBLE_NODES, roleAtLeast, type TopologyGroupBy } from '@surveyor/contract';
+import { type KeyboardEvent, useEffect, useId, useMemo, useState } from 'react';
+import { useLocation, useSearchParams } from 'react-router';
 import { ErrorAlert } from '../../components/ErrorAlert';
-import { ago, dateTime } from '../../lib/format';
+import { ago, dateTime, plural } from '../../lib/format';
+import { topologyKeys } from '../../lib/keys';
 import { useMe, usePage } from '../../lib/queries';
 import { usePageTitle } from '../../lib/usePageTitle';
+import { type GraphQuery, exportHref, groupView, regenerateView, regenerateViews, useViewGraph, viewKeys } from './api';
+import { Canvas } from './Canvas';
+import { ShareDialog } from './ShareDialog';
+import { SidePanel } from './SidePanel';
+import { type Found, ViewSearch } from './ViewSearch';
 
-type Point = { x: number; y: number };
-const COLORS: Record<TopologyNode['kind'], [string, string]> = { host: ['#e8f0fe', '#2f6fde'], device: ['#f5f7fa', '#7b8794'], network: ['#eef7ee', '#3f9142'] };
-const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-const directed = (e: TopologyEdge) => e.kind === 'dependency' || e.kind === 'route';
+// The topology screen (issue 24): a view picked from the organisation's views, drawn on a canvas
+// that pans and zooms, its hosts grouped (by subnet, VLAN or service) into boxes that open in
+// place. What is on screen lives in the URL (?view=…&open=…&vlan=…&service=…), so a reload or a
+// link shows the same thing; `open` absent is the server's default (every group of a small view,
+// none of a large one), empty is none, `all` is all.
 
-/** VLANs of an edge or node (network view), services of an edge (application view). */
-const vlansOf = (x: { data: Record<string, unknown> }) => (Array.isArray(x.data.vlans) ? (x.data.vlans as number[]) : []);
-const serviceOf = (e: TopologyEdge) => (typeof e.data.service === 'string' ? e.data.service : null);
-
-function ShareDialog({ view, active, onDone }: { view: TopologyView; active: string | null; onDone: () => void }) {
-  const client = useQueryClient();
-  const id = useId();
-  const [hours, setHours] = useState(String(DEFAULT_SHARE_HOURS));
-  const [link, setLink] = useState<{ url: string; expiresAt: string } | null>(null);
-  const n = Number(hours);
-  const valid = Number.isInteger(n) && n >= 1 && n <= MAX_SHARE_HOURS;
-  const share = useMutation({
-    mutationFn: (body: Parameters<typeof shareView>[1]) => shareView(view.id, body),
-    onSuccess: (r) => {
-      void client.invalidateQueries({ queryKey: viewKeys.graph(view.id) });
-      if (r.enabled && r.url && r.expiresAt) setLink({ url: r.url, expiresAt: r.expiresAt });
-      else onDone();
-    },
-  });
-  return (
-    <Dialog title={`Share ${view.name}`} confirmLabel={link ? 'Done' : 'Create link'} busy={share.isPending || (!link && !valid)} onConfirm={() => (link ? onDone() : share.mutate({ enabled: true, expiresInHours: n }))} onCancel={onDone}>
-      <p className="hint">Anyone with the link sees this one view, read-only, without signing in, until it expires. A new link replaces the previous one.</p>
-      {active && !link && <p className="notice">A link is active until {dateTime(active)}.</p>}
-      {!link && (
-        <div className="field">
-          <label htmlFor={id}>Expires in (hours)</label>
-          <input id={id} type="number" min={1} max={MAX_SHARE_HOURS} value={hours} onChange={(e) => setHours(e.target.value)} {...(valid ? {} : { 'aria-invalid': true, 'aria-describedby': `${id}-issue` })} />
-          {!valid && <span id={`${id}-issue`} className="field-issue error-text">A whole number of hours from 1 to {MAX_SHARE_HOURS}.</span>}
-        </div>
-      )}
-      {link && (
-        <div className="field">
-          <div className="copy-row">
-            <CopyField label="Share link" value={link.url} copyLabel="Copy link" />
-          </div>
-          <span className="hint">Shown only now. Valid until {dateTime(link.expiresAt)}.</span>
-        </div>
-      )}
-      {active && !link && (
-        <button type="button" onClick={() => share.mutate({ enabled: false })} disabled={share.isPending}>Revoke link</button>
-      )}
-      <ErrorAlert error={share.error} />
-    </Dialog>
-  );
-}
-
-function Canvas({ graph, admin, vlan, service }: { graph: TopologyGraph; admin: boolean; vlan: number | null; service: string | null }) {
-  const client = useQueryClient();
-  const svg = useRef<SVGSVGElement>(null);
-  const [moved, setMoved] = useState<Record<string, Point>>({});
-  const [zoom, setZoom] = useState(1);
-  const [drag, setDrag] = useState<{ id: string; offset: Point } | null>(null);
-  const [saved, setSaved] = useState<string | null>(null);
-  const { width: w, height: h } = graph.nodeSize;
-  useEffect(() => setMoved({}), [graph]);
-
-  const save = useMutation({
-    mutationFn: (p: { nodeId: string; x: number; y: number }) => saveNodePosition(graph.topology.id, p),
-    onSuccess: (_r, p) => {
-      setSaved(graph.nodes.find((n) => n.id === p.nodeId)?.label ?? p.nodeId);
-      void client.invalidateQueries({ queryKey: viewKeys.graph(graph.topology.id) });
-    },
-  });
-
-  const pos = (n: TopologyNode): Point => moved[n.id] ?? { x: n.x, y: n.y };
-  // The filter keeps the edges of the VLAN or service and the nodes they touch (and, for a VLAN, the nodes carrying it).
-  const edges = graph.edges.filter((e) => (vlan === null || vlansOf(e).includes(vlan)) && (service === null || serviceOf(e) === service));
-  const touched = new Set(edges.flatMap((e) => [e.source, e.target]));
-  const nodes = vlan === null && service === null ? graph.nodes : graph.nodes.filter((n) => touched.has(n.id) || (vlan !== null && vlansOf(n).includes(vlan)));
-  const byId = new Map(nodes.map((n) => [n.id, n]));
-
-  const xs = graph.nodes.flatMap((n) => [pos(n).x, pos(n).x + w]);
-  const ys = graph.nodes.flatMap((n) => [pos(n).y, pos(n).y + h]);
-  // The drawing's extent, at least 1000 × 520 so that a small view is not blown up.
-  const fit = graph.nodes.length ? { x: Math.min(...xs) - 30, y: Math.min(...ys) - 30, w: Math.max(...xs) - Math.min(...xs) + 60, h: Math.max(...ys) - Math.min(...ys) + 60 } : { x: 0, y: 0, w: 600, h: 200 };
-  const box = { w: Math.max(fit.w, 1000), h: Math.max(fit.h, 520), x: 0, y: 0 };
-  box.x = fit.x - (box.w - fit.w) / 2;
-  box.y = fit.y - (box.h - fit.h) / 2;
-  const view = { w: box.w / zoom, h: box.h / zoom };
-  const viewBox = `${box.x + (box.w - view.w) / 2} ${box.y + (box.h - view.h) / 2} ${view.w} ${view.h}`;
-
-  // An edge from border to border of its node boxes (the arrow head shows; the label sits between them).
-  const segment = (e: TopologyEdge) => {
-    const a = byId.get(e.source);
-    const b = byId.get(e.target);
-    if (!a || !b) return null;
-    const [p, q] = [pos(a), pos(b)];
-    const [ca, cb] = [{ x: p.x + w / 2, y: p.y + h / 2 }, { x: q.x + w / 2, y: q.y + h / 2 }];
-    const [s1, s2] = [toBoxBorder(cb, ca, w / 2, h / 2), toBoxBorder(ca, cb, w / 2, h / 2)];
-    return { x1: s1.x, y1: s1.y, x2: s2.x, y2: s2.y };
-  };
-
-  const toSvg = (e: ReactPointerEvent): Point => {
-    const m = svg.current?.getScreenCTM();
-    if (!m) return { x: 0, y: 0 };
-    const p = new DOMPoint(e.clientX, e.clientY).matrixTransform(m.inverse());
-    return { x: p.x, y: p.y };
-  };
-  const down = (n: TopologyNode) => (e: ReactPointerEvent<SVGGElement>) => {
-    if (!admin) return;
-    e.currentTarget.setPointerCapture(e.pointerId);
-    const p = toSvg(e);
-    setDrag({ id: n.id, offset: { x: p.x - pos(n).x, y: p.y - pos(n).y } });
-    setSaved(null);
-  };
-  const move = (e: ReactPointerEvent<SVGGElement>) => {
-    if (!drag) return;
-    const p = toSvg(e);
-    setMoved((m) => ({ ...m, [drag.id]: { x: Math.round(p.x - drag.offset.x), y: Math.round(p.y - drag.offset.y) } }));
-  };
-  const up = () => {
-    if (!drag) return;
-    const p = moved[drag.id];
-    setDrag(null);
-    if (p) save.mutate({ nodeId: drag.id, ...p });
-  };
-
-  return (
-    <>
-      <div className="toolbar topo-zoom" role="group" aria-label="Zoom">
-        <button type="button" className="small" onClick={() => setZoom((z) => Math.min(z * 1.25, 8))}>Zoom in</button>
-        <button type="button" className="small" onClick={() => setZoom((z) => Math.max(z / 1.25, 0.25))}>Zoom out</button>
-        <button type="button" className="small" onClick={() => setZoom(1)}>Fit</button>
-        <span className="hint">{Math.round(zoom * 100)} %{admin ? ' · drag a node to move it; its place is saved' : ''}</span>
-        {save.isPending && <span className="hint">Saving…</span>}
-        {saved && !save.isPending && <span role="status" className="hint">Position of {saved} saved.</span>}
-      </div>
-      <ErrorAlert error={save.error} />
-      <svg
-        ref={svg}
-        className="topo-canvas"
-        role="img"
-        aria-label={`${graph.topology.name}: ${plural(nodes.length, 'node')}, ${plural(edges.length, 'edge')} shown`}
-        viewBox={viewBox}
-        onWheel={(e) => setZoom((z) => Math.min(Math.max(z * (e.deltaY < 0 ? 1.1 : 1 / 1.1), 0.25), 8))}
-      >
-        <defs>
-          <marker id="topo-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#7b8794" /></marker>
-        </defs>
-        {edges.map((e) => {
-          const seg = segment(e);
-          if (!seg) return null;
-          return (
-            <g key={e.id} className={`topo-edge topo-edge-${e.kind}`}>
-              <title>{e.label}</title>
-              <line x1={seg.x1} y1={seg.y1} x2={seg.x2} y2={seg.y2} {...(directed(e) ? { markerEnd: 'url(#topo-arrow)' } : {})} />
-            </g>
-          );
-        })}
-        {nodes.map((n) => {
-          const p = pos(n);
-          const [fill, stroke] = COLORS[n.kind];
-          return (
-            <g key={n.id} className={`topo-node${admin ? ' movable' : ''}`} data-node-id={n.id} onPointerDown={down(n)} onPointerMove={move} onPointerUp={up} aria-label={n.label}>
-              <title>{`${n.label} (${n.kind})`}</title>
-              <rect x={p.x} y={p.y} width={w} height={h} rx={6} fill={fill} stroke={stroke} />
-              <text x={p.x + w / 2} y={p.y + h / 2 + 4} textAnchor="middle">{clip(n.label, 24)}</text>
-            </g>
-          );
-        })}
-        {edges.map((e) => {
-          const seg = segment(e);
-          if (!seg || !e.label) return null;
-          return <text key={`label-${e.id}`} className="topo-edge-label" x={(seg.x1 + seg.x2) / 2} y={(seg.y1 + seg.y2) / 2 - 4} textAnchor="middle">{clip(e.label, 36)}</text>;
-        })}
-      </svg>
-    </>
-  );
-}
+const GROUP_BY_LABELS: Record<TopologyGroupBy, string> = { subnet: 'Subnet', vlan: 'VLAN', service: 'Service', role: 'Role' };
+const nf = new Intl.NumberFormat('en');
 
 export function TopologyPage() {
   usePageTitle('Topology');
@@ -195,90 +30,203 @@ export function TopologyPage() {
   const [params, setParams] = useSearchParams();
   const views = usePage('topologies', { limit: 500 });
   const list = views.data?.data ?? [];
-  const selected = params.get('view') ?? list.find((v) => v.nodeCount > 0)?.id ?? list[0]?.id ?? null;
-  const [vlan, setVlan] = useState<number | null>(null);
-  const [service, setService] = useState<string | null>(null);
+  const viewId = params.get('view') ?? list.find((v) => v.nodeCount > 0)?.id ?? list[0]?.id ?? null;
+  const open = params.get('open');
+  const vlanParam = Number(params.get('vlan'));
+  const vlan = Number.isInteger(vlanParam) && vlanParam > 0 ? vlanParam : null;
+  const service = params.get('service') || null;
+  const query = useMemo<GraphQuery>(() => ({ expand: open, vlan, service }), [open, vlan, service]);
+  const [selected, setSelected] = useState<string | null>(null);
+  const [centre, setCentre] = useState<{ nodeId: string; group: string | null; nonce: number } | null>(null);
+  const [refit, setRefit] = useState(0);
   const [sharing, setSharing] = useState(false);
-  const ids = { view: useId(), vlan: useId(), service: useId() };
+  const ids = { view: useId(), vlan: useId(), service: useId(), groupBy: useId() };
 
-  const graph = useViewGraph(selected);
-  const regenerate = useMutation({
-    mutationFn: regenerateViews,
+  const graph = useViewGraph(viewId, query);
+  // The previous view's drawing is not shown while another view loads (a filter change keeps it).
+  const g = graph.data && graph.data.topology.id === viewId ? graph.data : undefined;
+  const fresh = !!g && !graph.isPlaceholderData;
+
+  /**
+   * Changes some search parameters, keeping the others; `null` removes one. `fit` asks for a fit
+   * once the answer to the new parameters is drawn: it travels in the history entry's state, with
+   * the parameters, so the fit cannot happen on the drawing of the old ones.
+   */
+  const update = (changes: Record<string, string | null>, fit = false) => {
+    const next = new URLSearchParams(params);
+    for (const [k, v] of Object.entries(changes)) {
+      if (v === null) next.delete(k);
+      else next.set(k, v);
+    }
+    setParams(next, { replace: true, ...(fit ? { state: { fit: Date.now() } } : {}) });
+  };
+  const setOpen = (groups: readonly string[] | 'all' | null, fit = false) => update({ open: groups === null ? null : groups === 'all' ? 'all' : groups.join(',') }, fit);
+  const fitAsked = (useLocation().state as { fit?: number } | null)?.fit ?? 0;
+  useEffect(() => {
+    if (fitAsked) setRefit(fitAsked);
+  }, [fitAsked]);
+  const toggle = (groupId: string) => {
+    if (!g) return;
+    const now = g.groups.expanded;
+    setOpen(now.includes(groupId) ? now.filter((x) => x !== groupId) : [...now, groupId]);
+  };
+  const pickView = (id: string) => {
+    setSelected(null);
+    setCentre(null);
+    setParams({ view: id });
+  };
+
+  // A search result: open its group if it is closed, then centre it (the canvas does once drawn) and select it.
+  const onFound = (f: Found) => {
+    setSelected(f.nodeId);
+    setCentre({ nodeId: f.nodeId, group: f.group, nonce: Date.now() });
+    if (g && f.group && !g.groups.expanded.includes(f.group)) setOpen([...g.groups.expanded, f.group]);
+  };
+  // Its group left closed (opening it with the others would pass the node limit): open that one alone.
+  useEffect(() => {
+    if (!fresh || !g || !centre?.group || !g.groups.notExpanded.includes(centre.group)) return;
+    setOpen([centre.group]);
+  }, [fresh, g, centre]); // setOpen reads the current parameters: the answer alone decides
+  const missing = fresh && g && centre && !g.nodes.some((n) => n.id === centre.nodeId) && (!centre.group || g.groups.expanded.includes(centre.group)) ? centre : null;
+
+  const invalidate = () => {
+    void client.invalidateQueries({ queryKey: topologyKeys.all });
+    void client.invalidateQueries({ queryKey: viewKeys.all });
+  };
+  const regenerateAll = useMutation({ mutationFn: regenerateViews, onSuccess: invalidate });
+  const regenerateOne = useMutation({ mutationFn: (id: string) => regenerateView(id), onSuccess: invalidate });
+  const regroup = useMutation({
+    mutationFn: (groupBy: TopologyGroupBy) => groupView(viewId!, groupBy),
     onSuccess: () => {
-      void client.invalidateQueries({ queryKey: topologyKeys.all });
-      void client.invalidateQueries({ queryKey: viewKeys.all });
+      setSelected(null);
+      update({ open: null });
+      invalidate();
     },
   });
 
-  const g = graph.data;
-  const vlans = useMemo(() => [...new Set((g?.edges ?? []).flatMap(vlansOf).concat((g?.nodes ?? []).flatMap(vlansOf)))].sort((a, b) => a - b), [g]);
-  const services = useMemo(() => [...new Set((g?.edges ?? []).map(serviceOf).filter((s): s is string => !!s))].sort(), [g]);
-  const pick = (id: string) => {
-    setVlan(null);
-    setService(null);
-    setParams({ view: id });
+  const selectedNode = g && selected ? g.nodes.find((n) => n.id === selected) : undefined;
+  const closeDetails = () => {
+    const id = selected;
+    setSelected(null);
+    // Focus goes back to the node whose details closed.
+    if (id) requestAnimationFrame(() => document.querySelector<SVGGElement>(`.topo-canvas [data-node-id="${CSS.escape(id)}"]`)?.focus({ preventScroll: true }));
   };
+  const onBodyKey = (e: KeyboardEvent<HTMLDivElement>) => {
+    if (e.key !== 'Escape' || !selected) return;
+    e.preventDefault();
+    closeDetails();
+  };
+
+  const filtered = vlan !== null || service !== null;
+  const fitKey = `${viewId}|${vlan}|${service}|${g?.topology.groupBy ?? ''}|${refit}`;
+  const kind = g?.topology.kind;
+  const vlanOptions = g ? [...g.facets.vlans] : [];
+  if (vlan !== null && !vlanOptions.some((v) => v.id === vlan)) vlanOptions.push({ id: vlan, name: null });
+  const serviceOptions = g ? [...g.facets.services] : [];
+  if (service !== null && !serviceOptions.includes(service)) serviceOptions.push(service);
 
   return (
     <>
       <h1>Topology</h1>
       <ErrorAlert error={views.error} />
       {views.isPending && !views.error && <p className="loading">Loading…</p>}
-      <div className="toolbar">
+      <div className="toolbar topo-toolbar">
         {list.length > 0 && (
           <div className="field">
             <label htmlFor={ids.view}>View</label>
-            <select id={ids.view} value={selected ?? ''} onChange={(e) => pick(e.target.value)}>
+            <select id={ids.view} value={viewId ?? ''} onChange={(e) => pickView(e.target.value)}>
               {list.map((v) => (
                 <option key={v.id} value={v.id}>{`${v.name} · ${plural(v.nodeCount, 'node')} · ${v.status}`}</option>
               ))}
             </select>
           </div>
         )}
-        {g?.topology.kind === 'network' && (
+        {g && admin && (
+          <div className="field">
+            <label htmlFor={ids.groupBy}>Group by</label>
+            <select id={ids.groupBy} value={g.topology.groupBy} disabled={regroup.isPending} onChange={(e) => regroup.mutate(e.target.value as TopologyGroupBy)}>
+              {GROUP_BY_CHOICES[g.topology.kind].map((c) => <option key={c} value={c}>{GROUP_BY_LABELS[c]}</option>)}
+            </select>
+          </div>
+        )}
+        {kind === 'network' && (
           <div className="field">
             <label htmlFor={ids.vlan}>VLAN</label>
-            <select id={ids.vlan} value={vlan ?? ''} onChange={(e) => setVlan(e.target.value === '' ? null : Number(e.target.value))} disabled={!vlans.length}>
+            <select id={ids.vlan} value={vlan ?? ''} onChange={(e) => update({ vlan: e.target.value || null })} disabled={!vlanOptions.length}>
               <option value="">All</option>
-              {vlans.map((v) => <option key={v} value={v}>{v}</option>)}
+              {vlanOptions.map((v) => <option key={v.id} value={v.id}>{v.name ? `${v.id} · ${v.name}` : String(v.id)}</option>)}
             </select>
           </div>
         )}
-        {g?.topology.kind === 'application' && (
+        {kind === 'application' && (
           <div className="field">
             <label htmlFor={ids.service}>Service</label>
-            <select id={ids.service} value={service ?? ''} onChange={(e) => setService(e.target.value || null)} disabled={!services.length}>
+            <select id={ids.service} value={service ?? ''} onChange={(e) => update({ service: e.target.value || null })} disabled={!serviceOptions.length}>
               <option value="">All</option>
-              {services.map((s) => <option key={s} value={s}>{s}</option>)}
+              {serviceOptions.map((s) => <option key={s} value={s}>{s}</option>)}
             </select>
           </div>
         )}
+        {g && <ViewSearch key={g.topology.id} viewId={g.topology.id} onPick={onFound} />}
         {admin && (
-          <>
-            <button type="button" onClick={() => regenerate.mutate()} disabled={regenerate.isPending}>{regenerate.isPending ? 'Regenerating…' : 'Regenerate views'}</button>
+          <div className="topo-actions">
+            {g && <button type="button" onClick={() => regenerateOne.mutate(g.topology.id)} disabled={regenerateOne.isPending}>{regenerateOne.isPending ? 'Regenerating…' : 'Regenerate this view'}</button>}
+            <button type="button" onClick={() => regenerateAll.mutate()} disabled={regenerateAll.isPending}>{regenerateAll.isPending ? 'Regenerating…' : 'Regenerate views'}</button>
             {g && <button type="button" onClick={() => setSharing(true)}>Share…</button>}
-            {g && <a className="button" href={exportHref(g.topology.id, 'mermaid')} download>Export Mermaid</a>}
-            {g && <a className="button" href={exportHref(g.topology.id, 'drawio')} download>Export draw.io</a>}
-          </>
+            {g && <a className="button" href={exportHref(g.topology.id, 'mermaid', query)} download>Export Mermaid</a>}
+            {g && <a className="button" href={exportHref(g.topology.id, 'drawio', query)} download>Export draw.io</a>}
+          </div>
         )}
       </div>
-      <ErrorAlert error={regenerate.error} />
-      {regenerate.isSuccess && <p role="status" className="notice">Views rebuilt: {regenerate.data.data.filter((v) => v.status === 'ready').length} ready, {regenerate.data.data.filter((v) => v.status === 'failed').length} failed.</p>}
+      <ErrorAlert error={regenerateAll.error ?? regenerateOne.error ?? regroup.error} />
+      {regenerateAll.isSuccess && <p role="status" className="notice">Views rebuilt: {regenerateAll.data.data.filter((v) => v.status === 'ready').length} ready, {regenerateAll.data.data.filter((v) => v.status === 'failed').length} failed.</p>}
+      {regenerateOne.isSuccess && <p role="status" className="notice">{regenerateOne.data.name} rebuilt: {regenerateOne.data.status}.</p>}
       {views.data && list.length === 0 && <p className="empty">No topology views yet{admin ? ': regenerate them to build one per site.' : '. An administrator can build them.'}</p>}
       <ErrorAlert error={graph.error} />
+      {viewId && !g && graph.isFetching && !graph.error && <p className="loading">Loading the view…</p>}
       {g && (
         <>
           <p className="sub">
             {g.topology.kind === 'network' ? 'Layer 2/3: LLDP/CDP links (LAGs as one), VLANs, routes, addresses in networks' : 'Service dependencies seen in flows (last 24 h)'}
-            {' · '}{plural(g.nodes.length, 'node')} · {plural(g.edges.length, 'edge')} · {g.topology.builtAt ? <>built <time dateTime={g.topology.builtAt} title={dateTime(g.topology.builtAt)}>{ago(g.topology.builtAt)}</time></> : 'not built yet'}
+            {' · '}{plural(g.topology.nodeCount, 'node')} grouped by {GROUP_BY_LABELS[g.topology.groupBy].toLowerCase()} into {plural(g.groups.total, 'group')} ({g.groups.expanded.length} open)
+            {' · '}{g.topology.builtAt ? <>built <time dateTime={g.topology.builtAt} title={dateTime(g.topology.builtAt)}>{ago(g.topology.builtAt)}</time></> : 'not built yet'}
             {g.share && <> · shared until {dateTime(g.share.expiresAt)}</>}
           </p>
           {g.topology.status === 'stale' && <p className="warning">The inventory changed since this view was built; regenerate to update it.</p>}
           {g.topology.status === 'failed' && <p role="alert" className="alert">The last build failed: {g.topology.failureReason}</p>}
+          {g.groups.notExpanded.length > 0 && (
+            <p className="notice" role="status">
+              {plural(g.groups.notExpanded.length, 'group')} left closed: opening {g.groups.notExpanded.length === 1 ? 'it' : 'them'} too would draw more than {nf.format(MAX_VISIBLE_NODES)} nodes. Close other groups, or filter the view.
+            </p>
+          )}
+          {missing && (
+            <p className="notice" role="status">
+              {missing.nodeId.startsWith('host:') ? 'That host' : 'That node'} is not drawn with the current filter.{' '}
+              <button type="button" className="small" onClick={() => update({ vlan: null, service: null })}>Show all</button>
+            </p>
+          )}
           {g.nodes.length === 0 ? (
-            <p className="empty">{g.topology.kind === 'network' ? 'Nothing to draw: no host of this site reports neighbours, addresses in a known network or routes yet.' : 'Nothing to draw: no flows between known hosts and services in the last 24 hours.'}</p>
+            <div className="empty">
+              {filtered ? (
+                <p>
+                  {vlan !== null ? `Nothing in this view carries VLAN ${vlan}.` : `No call of ${service} in this view.`}{' '}
+                  <button type="button" className="small" onClick={() => update({ vlan: null, service: null })}>Show all</button>
+                </p>
+              ) : g.topology.status === 'pending' ? (
+                <p>This view has not been built yet{admin ? ': regenerate it.' : '. An administrator can build it.'}</p>
+              ) : (
+                <p>{g.topology.kind === 'network' ? 'Nothing to draw: no host of this site reports neighbours, addresses in a known network or routes yet.' : 'Nothing to draw: no flows between known hosts and services in the last 24 hours.'}</p>
+              )}
+            </div>
           ) : (
-            <Canvas graph={g} admin={admin} vlan={vlan} service={service} />
+            <div className={`topo-body${selectedNode ? ' with-panel' : ''}`} onKeyDown={onBodyKey}>
+              <Canvas graph={g} admin={admin} fitKey={fitKey} fresh={fresh} centre={centre} selected={selected} onSelect={setSelected} onToggle={toggle}>
+                <button type="button" className="small" disabled={g.groups.total === 0 || g.groups.expanded.length === g.groups.total} onClick={() => setOpen('all', true)}>Open all</button>
+                <button type="button" className="small" disabled={g.groups.expanded.length === 0} onClick={() => setOpen([], true)}>Close all</button>
+                {graph.isFetching && <span className="hint">Loading…</span>}
+              </Canvas>
+              {selectedNode && <SidePanel node={selectedNode} graph={g} onClose={closeDetails} onToggle={toggle} onSelect={setSelected} />}
+            </div>
           )}
         </>
       )}
