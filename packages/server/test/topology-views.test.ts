@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VIEW_NODE_HEIGHT } from '@surveyor/contract';
 import { networkGraph } from '../src/topology/graph.js';
 import { layeredLayout, placeNodes } from '../src/topology/layout.js';
-import { buildViews } from '../src/topology/views.service.js';
 import { JobRunner } from '../src/jobs/runner.js';
 import { createLogger } from '../src/logger.js';
 import { buildWebApp, jobDefinitions } from '../src/main.js';
