@@ -264,6 +264,27 @@ describe('topology views: build, positions, share links, exports (issue #15; spe
     expect((await graph(networkView)).topology).toMatchObject({ status: 'ready', failureReason: null });
   });
 
+  it('a view whose build fails (the database refuses it) is failed with the reason, the others still built, the previous graph kept; the next good build clears it', async () => {
+    const before = await graph(networkView);
+    // A real refusal by the database, for this one view's nodes only.
+    await sql.raw(`create function topology_test_refuse() returns trigger language plpgsql as $$ begin
+      if new.topology_id = '${networkView}' then raise exception 'disk quota exceeded (test)'; end if; return new; end $$`).execute(t.database.db);
+    await sql`create trigger topology_test_refuse before insert or update on topology_nodes for each row execute function topology_test_refuse()`.execute(t.database.db);
+    try {
+      expectProblem(await req('POST', '/api/v1/topology/regenerate', owner), 500, 'internal_error', 'regenerate with a failing view');
+      const failed = await graph(networkView);
+      expect(failed.topology).toMatchObject({ status: 'failed', failureReason: expect.stringMatching(/^The build failed: .*disk quota exceeded \(test\)/) });
+      expect(failed.nodes.map((n: Json) => n.id).sort()).toEqual(before.nodes.map((n: Json) => n.id).sort());
+      expect((await graph(appView)).topology).toMatchObject({ status: 'ready', failureReason: null });
+      expectProblem(await req('POST', `/api/v1/topology/${networkView}/regenerate`, owner), 500, 'internal_error', 'one view');
+    } finally {
+      await sql`drop trigger topology_test_refuse on topology_nodes`.execute(t.database.db);
+      await sql`drop function topology_test_refuse()`.execute(t.database.db);
+    }
+    const again = await regenerate();
+    expect(again.find((v) => v.id === networkView)).toMatchObject({ status: 'ready', failureReason: null, nodeCount: 7 });
+  });
+
   it('refuses the session endpoints to a viewer (403 forbidden), without CSRF (403 csrf_failed), with an API key or nothing (401), and another organisation\'s view (404)', async () => {
     const calls: [string, 'GET' | 'POST' | 'PUT' | 'PATCH', string, unknown?][] = [
       ['regenerate', 'POST', '/api/v1/topology/regenerate'],
