@@ -328,10 +328,11 @@ const out = [
     ? [
         '',
         `Where it goes at ${fmt(big.n)} hosts. Memory: capped at ${CAP_MB} MB of old space the same build peaks at ${peak(big.capped).toFixed(0)} MB RSS in ${(big.capped.ms / 1000).toFixed(1)} s ` +
-          `(default: ${peak(big.first).toFixed(0)} MB in ${(big.first.ms / 1000).toFixed(1)} s): what the build holds (the application view's ${fmt(big.application.edgeCount)} edges as objects, then stored in chunks of 5,000) fits; ` +
-          'the rest of the default peak is garbage (query results, the JSON of each chunk) that V8, whose heap limit on this machine is several GB, does not collect before it grows. ' +
+          `(default: ${peak(big.first).toFixed(0)} MB in ${(big.first.ms / 1000).toFixed(1)} s): what the build holds is the hosts as nodes and the network view's edges; ` +
+          `the application view's ${fmt(big.application.edgeCount)} edges never enter the process (the database stores them from the dependency edges, views.repo.ts storeDependencyEdges); ` +
+          'the rest of the default peak is garbage (query results, the JSON of each chunk of nodes) that V8, whose heap limit on this machine is several GB, does not collect before it grows. ' +
           `First screen: the application view opens with its ${big.application.groupCount} groups closed and ${fmt(big.screen.application.edges)} folded edges, one per pair of groups that call each other (every caller block calls into every data-centre block here); ` +
-          `edges are ${Math.round((100 * big.screen.application.edgeBytes) / big.screen.application.bytes)}% of the answer, ${Math.round(big.screen.application.edgeBytes / big.screen.application.edges)} bytes each, their ids (\`agg:<kind>:<source>|<target>\`, as the contract documents them) ${Math.round((100 * big.screen.application.idBytes) / big.screen.application.edgeBytes)}% of that. ` +
+          `edges are ${Math.round((100 * big.screen.application.edgeBytes) / big.screen.application.bytes)}% of the answer, ${Math.round(big.screen.application.edgeBytes / big.screen.application.edges)} bytes each, their ids (\`agg:<kind>:<16 characters of a hash of its ends>\`) ${Math.round((100 * big.screen.application.idBytes) / big.screen.application.edgeBytes)}% of that. ` +
           'The size follows the number of group pairs, not of hosts (compare the rows above).',
       ]
     : []),
