@@ -121,7 +121,7 @@ describe.skipIf(!haveChromium)('the lifecycle of networks, sites and daemons in 
     await del.getByRole('button', { name: 'Delete network' }).click();
     await heading(p, 'Networks');
     await p.getByRole('status').filter({ hasText: 'Network floor 6 east deleted; its hosts stay in the inventory.' }).waitFor();
-    expect(await p.getByRole('row').filter({ hasText: '10.50.6.0/23' }).count()).toBe(0);
+    await expect.poll(() => p.getByRole('row').filter({ hasText: '10.50.6.0/23' }).count(), POLL).toBe(0);
     // The hosts are still there.
     await p.goto('/hosts?search=fl6-new');
     await p.getByRole('link', { name: 'fl6-new' }).waitFor();
