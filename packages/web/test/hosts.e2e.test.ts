@@ -140,7 +140,11 @@ describe.skipIf(!haveChromium)('hosts at an operator\'s scale in Chromium', () =
     await expect.poll(async () => (await firstColumn(p, 'Hosts, gone ones included')).length, POLL).toBe(99);
     expect(await table(p, 'Hosts, gone ones included').locator('.host-gone').count()).toBe([7, 19, 33, 58].length);
     await shot(p, 'hosts-04-gone-shown');
-    await p.getByLabel('Show gone hosts').uncheck();
+    // The box follows the URL, which the router updates in a transition: click, then wait for the URL
+    // (`uncheck()` reads the box right after the click and fails when the transition is still pending).
+    await p.getByLabel('Show gone hosts').click();
+    await p.waitForURL((u) => !u.searchParams.has('gone'));
+    await expect.poll(() => p.getByLabel('Show gone hosts').isChecked(), POLL).toBe(false);
     await expect.poll(async () => (await firstColumn(p, 'Hosts')).length, POLL).toBe(99 - 4);
 
     // A gone host's page says so.

@@ -165,7 +165,8 @@ describe.skipIf(!haveChromium)('the lifecycle of networks, sites and daemons in 
     await p.getByRole('dialog', { name: /Delete site ber-old/ }).getByRole('button', { name: 'Delete site' }).click();
     await heading(p, 'Sites');
     await p.getByRole('status').filter({ hasText: 'ber-old deleted' }).waitFor();
-    expect(await p.getByRole('link', { name: 'Berlin (closed)' }).count()).toBe(0);
+    // The list's refetch can land after the status: wait for it rather than count once.
+    await expect.poll(() => p.getByRole('link', { name: 'Berlin (closed)' }).count(), POLL).toBe(0);
 
     const m = await ownerPage(c, { viewport: { width: 390, height: 844 } });
     await m.goto(`/sites/${fraSite}`);
