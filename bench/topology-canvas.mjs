@@ -111,16 +111,23 @@ try {
     });
     return p.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve(performance.now())))));
   };
-  const hostsDrawn = (n) => document.querySelectorAll('svg.topo-canvas [data-node-id^="host:"]').length >= n;
+  // Host boxes drawn: elements of their own, and far out those drawn as one path per look (data-count boxes each).
+  const hostsDrawn = (n) =>
+    document.querySelectorAll('svg.topo-canvas [data-node-id^="host:"]').length +
+      [...document.querySelectorAll('svg.topo-canvas path.topo-batch.topo-host')].reduce((sum, b) => sum + Number(b.getAttribute('data-count')), 0) >=
+    n;
   const consoleLoads = [];
   for (let i = 0; i < LOADS; i++) consoleLoads.push(await firstDraw(page, url, hostsDrawn, N));
   const counts = await page.evaluate(() => ({
-    hosts: document.querySelectorAll('svg.topo-canvas [data-node-id^="host:"]').length,
+    hosts:
+      document.querySelectorAll('svg.topo-canvas [data-node-id^="host:"]').length +
+      [...document.querySelectorAll('svg.topo-canvas path.topo-batch.topo-host')].reduce((sum, b) => sum + Number(b.getAttribute('data-count')), 0),
+    batches: document.querySelectorAll('svg.topo-canvas path.topo-batch').length,
     open: document.querySelectorAll('svg.topo-canvas [aria-expanded="true"]').length,
     elements: document.querySelectorAll('svg.topo-canvas *').length,
     texts: document.querySelectorAll('svg.topo-canvas [data-node-id^="host:"] text').length,
   }));
-  console.log(`console: first draw ${consoleLoads.map((x) => x.toFixed(0)).join(', ')} ms; ${counts.hosts} hosts, ${counts.open} groups open, ${counts.elements} SVG elements, ${counts.texts} host labels`);
+  console.log(`console: first draw ${consoleLoads.map((x) => x.toFixed(0)).join(', ')} ms; ${counts.hosts} hosts (${counts.batches} batch paths), ${counts.open} groups open, ${counts.elements} SVG elements, ${counts.texts} host labels`);
   // Let the fit settle (the camera is applied once per animation frame; React redraws 150 ms later).
   await page.waitForTimeout(500);
 
@@ -189,6 +196,7 @@ try {
   const canvasAt = { x: Math.round(box.x + box.width / 2), y: Math.round(box.y + box.height / 2) };
   const consoleZoom = async () => Number(await page.locator('svg.topo-canvas').getAttribute('data-zoom'));
   const fitZoom = await consoleZoom();
+  await page.screenshot({ path: path.join(os.tmpdir(), 'surveyor-topology-canvas-fit.png') }).catch(() => {}); // the fitted drawing, to look at after a change
   const consoleFit = await measure(page, canvasAt);
   await page.waitForTimeout(300);
   const consoleK = await zoomTo100(page, canvasAt, consoleZoom);
@@ -275,7 +283,7 @@ svg.addEventListener('wheel', (e) => { e.preventDefault(); const f = Math.exp(-e
       `${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version} (${new Date().toISOString().slice(0, 10)}; load average ${loadAtStart.toFixed(1)} at the start, ${os.loadavg()[0].toFixed(1)} at the end: ` +
       'the server, the bench and Chromium share these cores, and other work on the machine, such as a test run, shows in the figures). Run: `npm run bench:topology-canvas` (or `node bench/topology-canvas.mjs` after a build). ' +
       `The real server in the bench's process (PGlite, the built console), one site of ${fmt(N)} hosts over twenty /24 blocks of one inventory network (10.90.0.0/19), seeded by SQL; ` +
-      `its network view (${fmt(view.nodeCount)} nodes, ${view.groupCount} groups: ${fmt(view.nodeCount + view.groupCount)} boxes and frames, the most a view of twenty blocks can open whole, the console drawing at most 5,000 nodes and leaving groups closed beyond) opened at \`/topology?view=…&open=all\`, every group open: ${fmt(counts.hosts)} host boxes drawn when fitted (${fmt(counts.elements)} SVG elements; host labels are left out at that zoom, under 9 px). ` +
+      `its network view (${fmt(view.nodeCount)} nodes, ${view.groupCount} groups: ${fmt(view.nodeCount + view.groupCount)} boxes and frames, the most a view of twenty blocks can open whole, the console drawing at most 5,000 nodes and leaving groups closed beyond) opened at \`/topology?view=…&open=all\`, every group open: ${fmt(counts.hosts)} host boxes drawn when fitted (${fmt(counts.elements)} SVG elements: host labels are left out at that zoom, under 9 px, and the boxes, bare rectangles there, are drawn as one path per kind and look, filled without a stroke once they are under 8 px tall). ` +
       `**First draw**: from navigation start (the page's \`performance.timeOrigin\`: the console's scripts, the session, the view's graph, React's drawing) until every host box is in the canvas and two animation frames have passed; median of ${LOADS} loads. ` +
       `**Frames**: the intervals between \`requestAnimationFrame\` callbacks while input arrives through \`page.mouse\`, as fast as the browser takes it: ${PHASE_MS / 1000} s of background drags back and forth (the drawing follows the pointer), then ${PHASE_MS / 1000} s of wheel notches in and out in turn at the pointer; ` +
       `${REPEATS} times over, the intervals pooled; at the fit (all ${fmt(N)} hosts visible) and zoomed in to about 100 % (the console draws only what is on or near the screen, with labels). A frame interval of 16.7 ms is 60 frames a second; "smooth" here is a 95th percentile of at most two such frames (≤ ${SMOOTH_MS} ms: 30 frames a second). ` +

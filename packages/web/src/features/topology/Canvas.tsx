@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { toBoxBorder, type TopologyEdge, type TopologyGraph, type TopologyNode } from '@surveyor/contract';
+import { VIEW_NODE_HEIGHT, toBoxBorder, type TopologyEdge, type TopologyGraph, type TopologyNode } from '@surveyor/contract';
 import { type FocusEvent, type KeyboardEvent, type PointerEvent as ReactPointerEvent, type ReactNode, memo, useCallback, useEffect, useId, useMemo, useRef, useState } from 'react';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { plural } from '../../lib/format';
@@ -87,11 +87,25 @@ export function describeNode(n: TopologyNode): string {
 
 /** Level of detail at a zoom: which texts are drawn. */
 function detailAt(k: number, edgesShown: number) {
-  return { name: textShows(k, TEXT.node), detail: textShows(k, TEXT.detail), group: textShows(k, TEXT.group), edge: textShows(k, TEXT.edge) && edgesShown <= 300 };
+  return { name: textShows(k, TEXT.node), detail: textShows(k, TEXT.detail), group: textShows(k, TEXT.group), edge: textShows(k, TEXT.edge) && edgesShown <= 300, solid: solidAt(k) };
 }
+/**
+ * Far enough out that a box is a few pixels tall on screen, its outline would cover it: boxes are
+ * then filled in their outline's colour, with no stroke (a stroke is the costly part of drawing
+ * thousands of boxes at every camera move).
+ */
+const solidAt = (k: number) => VIEW_NODE_HEIGHT * k < 8;
 type Lod = ReturnType<typeof detailAt>;
 
 type Look = 'plain' | 'dim' | 'near' | 'selected';
+/** Boxes of one kind and look drawn as one path (far out, where they carry no text). */
+interface Batch {
+  key: string;
+  kind: TopologyNode['kind'];
+  look: Look;
+  parts: string[];
+  count: number;
+}
 
 /**
  * A frame's title when the zoom is too far out for its title band's text: written inside the frame,
@@ -193,7 +207,7 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
       svg.current?.setAttribute('data-zoom', String(now.k));
       svg.current?.setAttribute('data-camera', cameraText(now));
       const key = sizeNow.current ? cullRect(now, sizeNow.current).key : '';
-      const lod = [TEXT.node, TEXT.detail, TEXT.group, TEXT.edge].map((px) => (textShows(now.k, px) ? 1 : 0)).join('');
+      const lod = [TEXT.node, TEXT.detail, TEXT.group, TEXT.edge].map((px) => (textShows(now.k, px) ? 1 : 0)).join('') + (solidAt(now.k) ? 's' : '');
       const at = performance.now();
       window.clearTimeout(trailing.current);
       const sync = () => {
@@ -336,6 +350,8 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
   const first = useMemo(() => all.filter((d) => !d.n.group).sort((a, b) => a.rect.y - b.rect.y || a.rect.x - b.rect.x)[0]?.id ?? null, [all]);
   const tabbable = focusId && drawn.has(focusId) ? focusId : first;
 
+  const look = (id: string): Look => (id === selected ? 'selected' : near ? (near.nodes.has(id) ? 'near' : 'dim') : 'plain');
+
   // Culling: what lies within half a screen of the viewport, plus the focused and selected nodes.
   const cull = size ? cullRect(camera, size) : null;
   const cullKey = cull?.key ?? '';
@@ -347,7 +363,44 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
   }, [all, edges, cullKey, tabbable, selected]); // cullKey stands for cull.rect
   // One object per level of detail, so the memoised boxes skip re-rendering while the zoom stays within it.
   const lod = detailAt(camera.k, shown.lines.length);
-  const stableLod = useMemo(() => lod, [lod.name, lod.detail, lod.group, lod.edge]);
+  const stableLod = useMemo(() => lod, [lod.name, lod.detail, lod.group, lod.edge, lod.solid]);
+  // Far out (names left out), the boxes are bare rectangles: each kind and look is then drawn as one
+  // <path> of all its boxes, so that moving the camera repaints a few elements instead of thousands
+  // (Chromium's cost per frame follows the element count). The node keyboard focus is on and the one
+  // selected stay elements of their own; a click or drag on a batch finds its box by position.
+  const batches = useMemo(() => {
+    if (stableLod.name) return { paths: [] as Batch[], boxes: shown.boxes, members: [] as Drawn[] };
+    const keep = (d: Drawn) => d.n.kind === 'group' || d.id === tabbable || d.id === selected;
+    const boxes: Drawn[] = [];
+    const members: Drawn[] = [];
+    const byClass = new Map<string, Batch>();
+    for (const d of shown.boxes) {
+      if (keep(d)) {
+        boxes.push(d);
+        continue;
+      }
+      members.push(d);
+      const l = look(d.id);
+      const key = `${d.n.kind} ${l}`;
+      let b = byClass.get(key);
+      if (!b) byClass.set(key, (b = { key, kind: d.n.kind, look: l, parts: [], count: 0 }));
+      const r = d.rect;
+      b.parts.push(`M${r.x} ${r.y}h${r.width}v${r.height}h${-r.width}z`);
+      b.count++;
+    }
+    return { paths: [...byClass.values()], boxes, members };
+  }, [shown, stableLod, tabbable, selected, near]); // look() reads selected and near
+  /** The box of a batch under a point of the screen (the last drawn wins, as it is on top). */
+  const batchedAt = (at: Point): string | null => {
+    const c = cam.current;
+    const x = (at.x - c.x) / c.k;
+    const y = (at.y - c.y) / c.k;
+    for (let i = batches.members.length - 1; i >= 0; i--) {
+      const r = batches.members[i]!.rect;
+      if (x >= r.x && x <= r.x + r.width && y >= r.y && y <= r.y + r.height) return batches.members[i]!.id;
+    }
+    return null;
+  };
 
   const save = useMutation({
     mutationFn: (p: { nodeId: string; x: number; y: number }) => saveNodePositions(viewId, [p]),
@@ -414,7 +467,8 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
       return;
     }
     if (pointers.current.size > 2) return;
-    const nodeId = (e.target as Element).closest('[data-node-id]')?.getAttribute('data-node-id') ?? null;
+    const target = e.target as Element;
+    const nodeId = target.closest('[data-node-id]')?.getAttribute('data-node-id') ?? (target.closest('[data-batch]') ? batchedAt(local(e)) : null);
     gesture.current = { kind: 'press', pointerId: e.pointerId, start: local(e), cam0: cam.current, nodeId, drag: admin && !!nodeId, moved: false, base: (nodeId && offsets[nodeId]) || { x: 0, y: 0 } };
     if (nodeId) e.preventDefault();
   };
@@ -523,7 +577,6 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
 
   const topLevel = useMemo(() => all.filter((d) => !d.n.group), [all]);
   const showMinimap = !!(size && bounds && !contains(visibleRect(camera, size), bounds));
-  const look = (id: string): Look => (id === selected ? 'selected' : near ? (near.nodes.has(id) ? 'near' : 'dim') : 'plain');
   const k = camera.k;
   const nodeCount = graph.nodes.length;
   const edgeCount = graph.edges.length;
@@ -595,7 +648,14 @@ export function Canvas({ graph, admin, fitKey, fresh, centre, selected, onSelect
                   </text>
                 );
               })}
-            {shown.boxes.map((d) => <NodeBox key={d.id} d={d} lod={stableLod} look={look(d.id)} tabbable={d.id === tabbable} movable={admin} />)}
+            {batches.paths.length > 0 && (
+              <g className="topo-batches" aria-hidden="true">
+                {batches.paths.map((b) => (
+                  <path key={b.key} data-batch={b.kind} data-count={b.count} className={`topo-batch topo-${b.kind}${stableLod.solid ? ' solid' : ''}${admin ? ' movable' : ''}${b.look === 'plain' ? '' : ` ${b.look}`}`} d={b.parts.join('')} />
+                ))}
+              </g>
+            )}
+            {batches.boxes.map((d) => <NodeBox key={d.id} d={d} lod={stableLod} look={look(d.id)} tabbable={d.id === tabbable} movable={admin} />)}
             {!stableLod.group && (
               <g className="topo-overlay" aria-hidden="true">
                 {shown.frames.map((d) => <FrameTitle key={d.id} d={d} left={-camera.x / k} k={k} />)}
