@@ -2,6 +2,7 @@ import type { RouteDef } from './route-def.js';
 import { advisoryRoutes } from './routes/advisories.js';
 import { attestationRoutes } from './routes/attestation.js';
 import { auditRoutes } from './routes/audit.js';
+import { cloudRoutes } from './routes/cloud.js';
 import { consoleRoutes } from './routes/console.js';
 import { authRoutes } from './routes/auth.js';
 import { daemonRoutes } from './routes/daemon.js';
@@ -37,6 +38,7 @@ export {
   attestationRoutes,
   auditRoutes,
   authRoutes,
+  cloudRoutes,
   consoleRoutes,
   daemonRoutes,
   eventRoutes,
@@ -94,6 +96,7 @@ export const routes = {
   ...hostRoutes,
   ...serviceCountRoutes,
   ...searchRoutes,
+  ...cloudRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteName = keyof typeof routes;

@@ -29,6 +29,7 @@ import type { CliVerb, JobDeps, Module, WebDeps } from './module.js';
 import { notificationsModule } from './notifications/index.js';
 import { overviewModule } from './overview/index.js';
 import { scansModule } from './scans/index.js';
+import { cloudModule } from './cloud/index.js';
 import { searchModule } from './search/index.js';
 import { sitesModule } from './sites/index.js';
 import { snapshotsModule } from './snapshots/index.js';
@@ -63,6 +64,7 @@ export const modules: readonly Module[] = [
   membersModule,
   consoleModule,
   searchModule,
+  cloudModule,
 ];
 
 /** Every scheduled job of every module (spec 1.1). */

@@ -115,3 +115,9 @@ export async function login(app: FastifyInstance, email: string, password = PASS
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** A problem answer (RFC 9457) with its status and stable code. */
+export function expectProblem(res: { statusCode: number; headers: Record<string, unknown>; json(): { code?: unknown } }, status: number, code: string) {
+  if (res.statusCode !== status || res.json().code !== code) throw new Error(`expected ${status} ${code}, got ${res.statusCode} ${JSON.stringify(res.json())}`);
+  if (!String(res.headers['content-type']).startsWith('application/problem+json')) throw new Error(`expected application/problem+json, got ${String(res.headers['content-type'])}`);
+}

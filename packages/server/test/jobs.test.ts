@@ -24,7 +24,7 @@ import {
 // operator or an administrator would.
 
 /** Every job of this build (spec 1.1 lists nine once cloud and advisories land). */
-const JOB_NAMES = ['scan.schedule', 'scan.stall', 'notify.deliver', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot', 'cve.match'];
+const JOB_NAMES = ['scan.schedule', 'scan.stall', 'notify.deliver', 'cloud.k8s', 'cve.match', 'cloud.sync', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot'];
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

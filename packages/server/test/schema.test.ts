@@ -30,6 +30,7 @@ const readAs: Record<string, string> = {
   jsonb: 'json',
   'text[]': 'string[]',
   'cidr[]': 'string[]',
+  'inet[]': 'string[]',
 };
 
 interface Column {

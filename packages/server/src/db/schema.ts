@@ -624,6 +624,52 @@ export interface NotificationAttemptsTable {
   error: string | null;
 }
 
+/** A cloud account (issue 25): AWS or Kubernetes, its credentials sealed (AES-256-GCM), its last sync. */
+export interface CloudAccountsTable {
+  organisation_id: string;
+  id: Generated<string>;
+  kind: 'aws' | 'kubernetes';
+  name: string;
+  site_id: string | null;
+  enabled: Generated<boolean>;
+  settings: Json;
+  credentials_sealed: string;
+  credential_hint: Generated<string>;
+  provider_account: string | null;
+  last_sync_at: NullableTimestamp;
+  last_sync_ms: number | null;
+  last_sync_status: 'ok' | 'failed' | null;
+  last_sync_error: string | null;
+  last_sync_counts: Json;
+  last_sync_warnings: Generated<string[]>;
+  sync_cursor: Json;
+  created_at: Created;
+  updated_at: Timestamp;
+}
+
+/** What a cloud account lists, one row per resource, beside the host it became. */
+export interface CloudResourcesTable {
+  organisation_id: string;
+  account_id: string;
+  provider_id: string;
+  kind: 'instance' | 'node' | 'pod' | 'service' | 'ingress' | 'vpc' | 'subnet';
+  host_id: string | null;
+  name: string | null;
+  state: Generated<string>;
+  location: string | null;
+  public_addresses: TextArray;
+  labels: Json;
+  data: Json;
+  /** A JSON array (security-group rules). */
+  inbound: Json;
+  /** A JSON array (published ports). */
+  ports: Json;
+  content_hash: string;
+  first_seen_at: Created;
+  last_seen_at: Timestamp;
+  gone_at: NullableTimestamp;
+}
+
 /**
  * Every table the migrations create (test/schema.test.ts compares this with a migrated
  * database). A partitioned table (flows) is its parent; its daily partitions are not listed.
@@ -638,6 +684,8 @@ export interface DB {
   notification_destinations: NotificationDestinationsTable;
   notification_deliveries: NotificationDeliveriesTable;
   notification_attempts: NotificationAttemptsTable;
+  cloud_accounts: CloudAccountsTable;
+  cloud_resources: CloudResourcesTable;
   daemons: DaemonsTable;
   scan_sessions: ScanSessionsTable;
   daemon_jobs: DaemonJobsTable;

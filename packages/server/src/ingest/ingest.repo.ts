@@ -439,7 +439,8 @@ export async function markAbsent(db: Db, o: string, session: { cidr: string; exc
 /**
  * A completed session marks gone the hosts of its site it no longer found: every address of the
  * host inside its CIDR (less its exclusions), the host not seen since the session started (a
- * sighting by another session meanwhile moved last_seen_at: touchHosts). The rows are locked in
+ * sighting by another session meanwhile moved last_seen_at: touchHosts), and no cloud account
+ * lists it any more (cloud_resources). The rows are locked in
  * id order, as touchHosts locks them, so a concurrent batch never waits on it in a cycle.
  * Returns their ids.
  */
@@ -455,6 +456,8 @@ export async function markHostsGone(db: Db, o: string, session: { cidr: string; 
             select 1 from host_addresses a where a.organisation_id = ${o} and a.host_id = g.id
               and (not (a.address <<= ${session.cidr}::cidr) or exists (select 1 from unnest(${session.exclude_cidrs}::cidr[]) e where a.address <<= e))
           )
+          -- What a cloud account still lists is the provider's to mark gone, not a scan's (issue 25).
+          and not exists (select 1 from cloud_resources c where c.organisation_id = ${o} and c.host_id = g.id and c.gone_at is null)
         order by g.id for update
       ) gone
       where h.organisation_id = ${o} and h.id = gone.id

@@ -8,8 +8,8 @@ import { resolveHosts } from './identity.js';
 import * as repo from './ingest.repo.js';
 
 /**
- * Who observed the facts, and so where they belong. Only the daemon variant exists today; a cloud
- * sync will add `{ kind: 'cloud', accountId, ... }` with the same common fields:
+ * Who observed the facts, and so where they belong: a daemon, or a cloud account's sync
+ * (`{ kind: 'cloud', accountId, ... }`), with the same common fields:
  *
  * - `organisationId`: the tenant of every row written.
  * - `siteId`: the identity scope. An unknown fingerprint joins a host of this site holding one of
@@ -25,7 +25,7 @@ import * as repo from './ingest.repo.js';
  * A cloud sync must also namespace its fingerprints (for example `aws:<account>:<instance id>`):
  * they are unique per organisation, shared with the daemons' keys.
  */
-export type Source = DaemonSource;
+export type Source = DaemonSource | CloudSource;
 
 interface SourceScope {
   organisationId: string;
@@ -36,6 +36,12 @@ interface SourceScope {
 export interface DaemonSource extends SourceScope {
   kind: 'daemon';
   daemonId: string;
+}
+
+/** A cloud account's sync (issue 25): its fingerprints are `aws:<account>:<id>` or `k8s:<account>:<uid>`. */
+export interface CloudSource extends SourceScope {
+  kind: 'cloud';
+  accountId: string;
 }
 
 export interface Reconciled {

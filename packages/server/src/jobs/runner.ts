@@ -32,6 +32,8 @@ export interface JobContext {
   signal: AbortSignal;
   /** Set on a run forced for one organisation (`runNow`): a per-organisation job works on it alone. */
   organisationId?: string;
+  /** Set on a run forced for one thing of that organisation (a cloud account): the job works on it alone. */
+  subject?: string;
 }
 
 /**
@@ -221,7 +223,7 @@ export class JobRunner {
    * the work done. With `organisationId` a per-organisation job works on that organisation alone
    * and records only its row. `trigger` is noted in the recorded detail.
    */
-  runNow(name: string, opts: { organisationId?: string; trigger?: string } = {}): Promise<TickResult> {
+  runNow(name: string, opts: { organisationId?: string; trigger?: string; subject?: string } = {}): Promise<TickResult> {
     return this.track(
       this.job(name).then((job) => {
         if (opts.organisationId && job.scope !== 'organisation') throw new AppError('conflict', `Job ${name} works on the whole deployment; it cannot run for one organisation.`);
@@ -234,8 +236,8 @@ export class JobRunner {
    * Runs a per-organisation job now for one organisation (runNow) and returns what its work
    * returned; a failure throws the work's own error, so a refusal keeps its problem code.
    */
-  async runFor<T>(name: string, organisationId: string, trigger: string): Promise<T> {
-    const r = await this.runNow(name, { organisationId, trigger });
+  async runFor<T>(name: string, organisationId: string, trigger: string, subject?: string): Promise<T> {
+    const r = await this.runNow(name, { organisationId, trigger, ...(subject ? { subject } : {}) });
     const o = r.result?.organisations?.get(organisationId);
     if (r.outcome === 'ok' && o?.ok) return o.value as T;
     throw o?.cause ?? r.cause ?? new Error(o?.error ?? r.error ?? `job ${name} failed`);
@@ -267,7 +269,7 @@ export class JobRunner {
     }
   }
 
-  private async execute(job: JobDefinition, run: { wait: boolean; organisationId?: string; trigger?: string }): Promise<TickResult> {
+  private async execute(job: JobDefinition, run: { wait: boolean; organisationId?: string; trigger?: string; subject?: string }): Promise<TickResult> {
     const { database, logger } = this.opts;
     const release = await this.lock(job, run.wait, run.organisationId);
     if (!release) {
@@ -289,7 +291,7 @@ export class JobRunner {
       for (;;) {
         attempts++;
         try {
-          result = (await job.run({ db: database.db, logger: logger.child({ job: job.name }), now: this.now, signal: this.stopping.signal, ...(run.organisationId ? { organisationId: run.organisationId } : {}) })) ?? undefined;
+          result = (await job.run({ db: database.db, logger: logger.child({ job: job.name }), now: this.now, signal: this.stopping.signal, ...(run.organisationId ? { organisationId: run.organisationId } : {}), ...(run.subject ? { subject: run.subject } : {}) })) ?? undefined;
           failed = false;
           break;
         } catch (err) {

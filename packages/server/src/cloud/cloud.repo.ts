@@ -1,0 +1,82 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+
+// The SQL of a cloud sync: the account's record of the provider's resources, and the hosts it vouches for.
+
+/** What the account's previous syncs recorded: each resource's content hash, host and whether it is gone. */
+export async function knownResources(db: Kysely<DB>, org: string, accountId: string) {
+  const r = await sql<{ provider_id: string; content_hash: string; host_id: string | null; gone: boolean }>`
+    select provider_id, content_hash, host_id, gone_at is not null as gone from cloud_resources where organisation_id = ${org} and account_id = ${accountId}`.execute(db);
+  return r.rows;
+}
+
+/** The hosts fingerprints are bound to. */
+export async function hostsOfFingerprints(db: Kysely<DB>, org: string, fingerprints: string[]): Promise<Map<string, string>> {
+  if (fingerprints.length === 0) return new Map();
+  const r = await sql<{ fingerprint: string; host_id: string }>`select fingerprint, host_id from host_fingerprints where organisation_id = ${org} and fingerprint = any(${fingerprints}::text[])`.execute(db);
+  return new Map(r.rows.map((x) => [x.fingerprint, x.host_id]));
+}
+
+export interface ResourceValues {
+  provider_id: string;
+  kind: string;
+  host_id: string | null;
+  name: string | null;
+  state: string;
+  location: string | null;
+  public_addresses: string[];
+  labels: Record<string, string>;
+  data: Record<string, unknown>;
+  inbound: unknown[];
+  ports: unknown[];
+  content_hash: string;
+}
+
+/** Writes resources new or changed (one statement, from one JSON document); a gone one listed again is back. */
+export async function upsertResources(db: Kysely<DB>, org: string, accountId: string, values: ResourceValues[]): Promise<void> {
+  if (values.length === 0) return;
+  await sql`
+    insert into cloud_resources (organisation_id, account_id, provider_id, kind, host_id, name, state, location, public_addresses, labels, data, inbound, ports, content_hash)
+    select ${org}, ${accountId}, v.provider_id, v.kind, v.host_id, v.name, v.state, v.location, array(select jsonb_array_elements_text(v.public_addresses))::inet[],
+           v.labels, v.data, v.inbound, v.ports, v.content_hash
+    from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as v(provider_id text, kind text, host_id uuid, name text, state text, location text, public_addresses jsonb,
+                                                                   labels jsonb, data jsonb, inbound jsonb, ports jsonb, content_hash text)
+    on conflict (organisation_id, account_id, provider_id) do update set
+      kind = excluded.kind, host_id = excluded.host_id, name = excluded.name, state = excluded.state, location = excluded.location, public_addresses = excluded.public_addresses,
+      labels = excluded.labels, data = excluded.data, inbound = excluded.inbound, ports = excluded.ports, content_hash = excluded.content_hash, last_seen_at = now(), gone_at = null`.execute(db);
+}
+
+/** Marks resources no longer listed gone; returns the hosts they were. */
+export async function markResourcesGone(db: Kysely<DB>, org: string, accountId: string, providerIds: string[]): Promise<string[]> {
+  const r = await sql<{ host_id: string | null }>`
+    update cloud_resources set gone_at = now() where organisation_id = ${org} and account_id = ${accountId} and provider_id = any(${providerIds}::text[]) and gone_at is null
+    returning host_id`.execute(db);
+  return [...new Set(r.rows.flatMap((x) => (x.host_id ? [x.host_id] : [])))];
+}
+
+/**
+ * Marks gone the hosts of `hostIds` no cloud account lists any more and nothing saw after `seenBy`
+ * (the previous sync's end). Rows locked in id order, as the ingest path locks them. Returns their ids.
+ */
+export async function markHostsGone(db: Kysely<DB>, org: string, hostIds: string[], seenBy: Date): Promise<string[]> {
+  const r = await sql<{ id: string }>`
+    update hosts h set gone_at = now(), updated_at = now()
+    from (
+      select g.id from hosts g
+      where g.organisation_id = ${org} and g.id = any(${hostIds}::uuid[]) and g.gone_at is null and g.last_seen_at <= ${seenBy}
+        and not exists (select 1 from cloud_resources c where c.organisation_id = ${org} and c.host_id = g.id and c.gone_at is null)
+      order by g.id for update
+    ) x
+    where h.organisation_id = ${org} and h.id = x.id
+    returning h.id`.execute(db);
+  return r.rows.map((x) => x.id);
+}
+
+/** The hosts an account still lists were seen now: their last-seen time moves, at most once per `everyMs` (a sync every few minutes does not rewrite them). */
+export async function touchListedHosts(db: Kysely<DB>, org: string, hostIds: string[], everyMs: number): Promise<void> {
+  if (hostIds.length === 0) return;
+  await sql`
+    update hosts h set last_seen_at = now()
+    from (select id from hosts where organisation_id = ${org} and id = any(${hostIds}::uuid[]) and gone_at is null and last_seen_at < now() - ${`${everyMs} milliseconds`}::interval order by id for update) x
+    where h.organisation_id = ${org} and h.id = x.id`.execute(db);
+}
