@@ -110,6 +110,15 @@ describe('AWS collector: listing', () => {
     ]);
   });
 
+  it('keeps at most maxInstances instances and asks for no further page', async () => {
+    const f = await start(generateAwsState({ instances: 40 }));
+    f.state.pageLimit = 10;
+    const inventory = await collectAws({ regions: ['eu-west-1'] }, FAKE_KEY, { endpoint: f.url, maxInstances: 15 });
+    expect(inventory.machines).toHaveLength(15);
+    expect(actions(f, 'DescribeInstances')).toHaveLength(2);
+    expect(inventory.warnings).toEqual(['more than 15 instances: the rest are left out']);
+  });
+
   it('bounds labels: at most 50 tags, values cut at 256 characters', async () => {
     const state = generateAwsState({ instances: 1 });
     state.instances[0]!.tags = Object.fromEntries(Array.from({ length: 60 }, (_, k) => [`k${String(k).padStart(2, '0')}`, 'v'.repeat(300)]));

@@ -47,6 +47,8 @@ export interface AwsCallOptions {
   endpoint?: string;
   /** Milliseconds one HTTP request may take before it counts as failed (and is retried). */
   timeoutMs?: number;
+  /** The most instances kept (default AWS_MAX_INSTANCES); past it the rest are left out with a warning. */
+  maxInstances?: number;
 }
 
 /** What `testAws` saw: the account the credentials act in and the regions enabled there. */
@@ -55,7 +57,7 @@ export interface AwsTestResult {
   regions: string[];
 }
 
-/** The most instances one collection keeps; past it the rest are left out with a warning. */
+/** The most instances one collection keeps by default: the memory of a collection is bounded by it. */
 export const AWS_MAX_INSTANCES = 50_000;
 const PAGE_SIZE = 1000;
 const MAX_ATTEMPTS = 4;
@@ -85,7 +87,7 @@ export async function collectAws(settings: AwsSettings, credentials: AwsCredenti
   const regions = settings.regions?.length ? settings.regions : await enabledRegions(session, HOME_REGION);
   const inventory: CloudInventory = { machines: [], networks: [], warnings: [] };
   const refusals: ProviderError[] = [];
-  const budget = { instances: AWS_MAX_INSTANCES };
+  const budget: Budget = { instances: opts.maxInstances ?? AWS_MAX_INSTANCES, exceeded: false };
   try {
     await eachLimited(regions, REGION_CONCURRENCY, session.signal!, async (region) => {
       try {
@@ -105,6 +107,7 @@ export async function collectAws(settings: AwsSettings, credentials: AwsCredenti
     throw err;
   }
   if (regions.length > 0 && refusals.length === regions.length) throw refusals[0]!;
+  if (budget.exceeded) inventory.warnings.push(`more than ${opts.maxInstances ?? AWS_MAX_INSTANCES} instances: the rest are left out`);
   return inventory;
 }
 
@@ -182,6 +185,12 @@ async function eachLimited<T>(items: T[], limit: number, signal: AbortSignal, fn
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
+/** The instances a collection may still keep, shared by its regions. */
+interface Budget {
+  instances: number;
+  exceeded: boolean;
+}
+
 interface RegionInventory {
   machines: CloudMachine[];
   networks: CloudNetwork[];
@@ -189,7 +198,7 @@ interface RegionInventory {
 }
 
 /** One region: its security groups' inbound rules first (instances refer to them), then networks and instances. */
-async function collectRegion(session: Session, region: string, budget: { instances: number }): Promise<RegionInventory> {
+async function collectRegion(session: Session, region: string, budget: Budget): Promise<RegionInventory> {
   const ec2 = new EC2Client(clientConfig(session, region));
   const found: RegionInventory = { machines: [], networks: [], warnings: [] };
   const call = { abortSignal: session.signal };
@@ -204,7 +213,7 @@ async function collectRegion(session: Session, region: string, budget: { instanc
     for await (const page of paginateDescribeSubnets({ client: ec2, pageSize: PAGE_SIZE }, {}, call)) {
       for (const subnet of page.Subnets ?? []) if (subnet.SubnetId) found.networks.push(subnetNetwork(subnet, region));
     }
-    await collectInstances(ec2, region, rules, budget, found, call);
+    await collectInstances(ec2, region, rules, budget, found.machines, call);
     return found;
   } finally {
     ec2.destroy();
@@ -216,19 +225,19 @@ async function collectInstances(
   ec2: EC2Client,
   region: string,
   rules: Map<string, InboundRule[]>,
-  budget: { instances: number },
-  found: RegionInventory,
+  budget: Budget,
+  machines: CloudMachine[],
   call: { abortSignal: AbortSignal | undefined },
 ): Promise<void> {
   for await (const page of paginateDescribeInstances({ client: ec2, pageSize: PAGE_SIZE }, {}, call)) {
     for (const instance of (page.Reservations ?? []).flatMap((r) => r.Instances ?? [])) {
       if (!instance.InstanceId) continue;
       if (budget.instances <= 0) {
-        found.warnings.push(`${region}: more than ${AWS_MAX_INSTANCES} instances in the account; the rest are left out`);
-        return;
+        budget.exceeded = true;
+        return; // no further pages are asked for
       }
       budget.instances--;
-      found.machines.push(instanceMachine(instance, region, rules));
+      machines.push(instanceMachine(instance, region, rules));
     }
   }
 }

@@ -186,8 +186,8 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     if (xml === null) return; // hung
     res.writeHead(200, { 'content-type': 'text/xml;charset=UTF-8' }).end(xml);
   } catch (err) {
-    if (!(err instanceof Refusal)) throw err;
-    res.writeHead(err.status, { 'content-type': 'text/xml;charset=UTF-8' }).end(service === 'sts' ? stsError(err) : ec2Error(err));
+    const refusal = err instanceof Refusal ? err : new Refusal(500, 'InternalError', `fake: ${String(err)}`);
+    res.writeHead(refusal.status, { 'content-type': 'text/xml;charset=UTF-8' }).end(service === 'sts' ? stsError(refusal) : ec2Error(refusal));
   }
 }
 
