@@ -94,7 +94,6 @@ export async function collectAws(settings: AwsSettings, credentials: AwsCredenti
         const found = await collectRegion(session, region, budget);
         inventory.machines.push(...found.machines);
         inventory.networks.push(...found.networks);
-        inventory.warnings.push(...found.warnings);
       } catch (err) {
         const failure = toProviderError(err, region, session);
         if (!(failure instanceof ProviderError) || !isRefusal(failure)) throw failure;
@@ -194,13 +193,12 @@ interface Budget {
 interface RegionInventory {
   machines: CloudMachine[];
   networks: CloudNetwork[];
-  warnings: string[];
 }
 
 /** One region: its security groups' inbound rules first (instances refer to them), then networks and instances. */
 async function collectRegion(session: Session, region: string, budget: Budget): Promise<RegionInventory> {
   const ec2 = new EC2Client(clientConfig(session, region));
-  const found: RegionInventory = { machines: [], networks: [], warnings: [] };
+  const found: RegionInventory = { machines: [], networks: [] };
   const call = { abortSignal: session.signal };
   try {
     const rules = new Map<string, InboundRule[]>();
