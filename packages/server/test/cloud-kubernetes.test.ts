@@ -47,7 +47,13 @@ describe.skipIf(!haveTools('the Kubernetes collector against a fake API server',
       fakePod('kube-system', 'kube-proxy-abcde', { ip: '10.0.0.1', nodeName: 'node-a', owner: { kind: 'DaemonSet', name: 'kube-proxy' }, hostNetwork: true }),
       fakePod('shop', 'migrate-xyz', { ip: '10.244.0.9', nodeName: 'node-b', owner: { kind: 'Job', name: 'migrate' }, phase: 'Succeeded' }),
     ];
-    fake.state.ingresses = [fakeIngress('shop', 'web', { host: 'shop.example', backends: [{ service: 'web', port: 'http' }], lbIP: '198.51.100.8', tls: true })];
+    fake.state.ingresses = [
+      fakeIngress('shop', 'web', { host: 'shop.example', backends: [{ service: 'web', port: 'http' }], lbIP: '198.51.100.8', tls: true }),
+      // By port number, to a port a NodePort already exposes: it keeps its first reason.
+      fakeIngress('shop', 'debug', { host: 'debug.example', backends: [{ service: 'debug', port: 8080 }] }),
+      // Another namespace's `web`: shop/web's admin port stays unexposed.
+      fakeIngress('blog', 'web', { host: 'blog.example', backends: [{ service: 'web', port: 9000 }] }),
+    ];
   }
 
   const byName = (machines: CloudMachine[], name: string) => {
@@ -62,7 +68,7 @@ describe.skipIf(!haveTools('the Kubernetes collector against a fake API server',
     expect(inv.warnings).toEqual([]);
     expect(inv.networks).toEqual([]);
     expect(inv.machines.map((m) => `${m.kind} ${m.name}`).sort()).toEqual(
-      ['ingress shop/web', 'node node-a', 'node node-b', 'pod kube-system/kube-proxy-abcde', 'pod shop/db-0', 'pod shop/migrate-xyz', 'pod shop/web-7c5ddbdf54-x2k4q', 'service shop/debug', 'service shop/front', 'service shop/web'],
+      ['ingress blog/web', 'ingress shop/debug', 'ingress shop/web', 'node node-a', 'node node-b', 'pod kube-system/kube-proxy-abcde', 'pod shop/db-0', 'pod shop/migrate-xyz', 'pod shop/web-7c5ddbdf54-x2k4q', 'service shop/debug', 'service shop/front', 'service shop/web'],
     );
 
     const nodeA = byName(inv.machines, 'node-a');
@@ -90,6 +96,7 @@ describe.skipIf(!haveTools('the Kubernetes collector against a fake API server',
     expect(byName(inv.machines, 'shop/migrate-xyz')).toMatchObject({ state: 'Succeeded', privateAddresses: [], details: { workload: 'Job/migrate' } });
 
     // The ingress shares its name with the service (names are unique per kind): found by kind.
+    expect(inv.machines.find((m) => m.kind === 'ingress' && m.name === 'shop/debug')).toMatchObject({ state: 'Pending', publicAddresses: [], details: { backends: ['debug:8080'], tls: false } });
     expect(inv.machines.find((m) => m.kind === 'ingress')).toMatchObject({
       name: 'shop/web',
       state: 'Ready',

@@ -112,17 +112,13 @@ export async function collectKubernetes(settings: KubernetesSettings, credential
   const services = await list('services', (p) => cluster.core.listServiceForAllNamespaces(p, requestOptions(cluster)), serviceMachine);
   const pods = await list('pods', (p) => cluster.core.listPodForAllNamespaces(p, requestOptions(cluster)), podMachine);
   let ingresses: CloudMachine[] = [];
-  const exposures: IngressExposure[] = [];
   try {
-    ingresses = await list('ingresses', (p) => cluster.networking.listIngressForAllNamespaces(p, requestOptions(cluster)), (i: V1Ingress) => {
-      exposures.push(...ingressExposures(i));
-      return ingressMachine(i);
-    });
+    ingresses = await list('ingresses', (p) => cluster.networking.listIngressForAllNamespaces(p, requestOptions(cluster)), ingressMachine);
   } catch (err) {
     if (!(err instanceof ProviderError) || (err.status !== 403 && err.status !== 404)) throw err;
     warnings.push(`${err.message} (ingresses left out)`);
   }
-  exposeThroughIngresses(services, exposures);
+  exposeThroughIngresses(services, ingresses);
   return { machines: [...nodes, ...services, ...pods, ...ingresses], networks: [], warnings, cursor };
 }
 
@@ -414,7 +410,7 @@ function ingressMachine(ingress: V1Ingress): CloudMachine {
     details: {
       ingressClass: ingress.spec?.ingressClassName ?? null,
       hosts: [...new Set((ingress.spec?.rules ?? []).flatMap((r) => (r.host ? [r.host] : [])))],
-      backends: ingressBackends(ingress).map((b) => `${b.service?.name ?? ''}:${b.service?.port?.number ?? b.service?.port?.name ?? ''}`),
+      backends: [...new Set(ingressBackends(ingress).flatMap((b) => (b.service ? [`${b.service.name}:${b.service.port?.number ?? b.service.port?.name ?? ''}`] : [])))],
       loadBalancerHostnames: lb.flatMap((i) => (i.hostname ? [i.hostname] : [])),
       tls,
     },
@@ -428,31 +424,19 @@ function ingressBackends(ingress: V1Ingress): V1IngressBackend[] {
   return ingress.spec?.defaultBackend ? [ingress.spec.defaultBackend, ...rules] : rules;
 }
 
-/** A service port an ingress sends traffic to: by number or by the port's name. */
-interface IngressExposure {
-  service: string;
-  port: number | string;
-  via: string;
-}
-
-/** The service ports an ingress exposes, each keyed `namespace/service`. */
-function ingressExposures(ingress: V1Ingress): IngressExposure[] {
-  const namespace = ingress.metadata?.namespace ?? '';
-  const via = `ingress ${namespace}/${ingress.metadata?.name ?? ''}`;
-  return ingressBackends(ingress).flatMap((b) => {
-    const port = b.service?.port?.number ?? b.service?.port?.name;
-    return b.service && port !== undefined ? [{ service: `${namespace}/${b.service.name}`, port, via }] : [];
-  });
-}
-
-/** Marks the service ports ingresses route to as exposed (a port already exposed keeps its first reason). */
-function exposeThroughIngresses(services: CloudMachine[], exposures: IngressExposure[]): void {
-  const byService = new Map<string, IngressExposure[]>();
-  for (const e of exposures) byService.set(e.service, [...(byService.get(e.service) ?? []), e]);
-  for (const service of services) {
-    for (const e of byService.get(service.name ?? '') ?? []) {
-      const port = service.ports.find((p) => p.port === e.port || (p.name !== undefined && p.name === e.port));
-      if (port && !port.exposed) Object.assign(port, { exposed: true, via: e.via });
+/**
+ * Marks the service ports ingresses route to as exposed (a port already exposed keeps its first
+ * reason). An ingress's backends are read back from its machine (`service:port`, the port a number
+ * or a port's name: a service port name always holds a letter).
+ */
+function exposeThroughIngresses(services: CloudMachine[], ingresses: CloudMachine[]): void {
+  const byName = new Map(services.map((s) => [s.name, s]));
+  for (const ingress of ingresses) {
+    const backends = ingress.details.backends;
+    for (const backend of Array.isArray(backends) ? backends : []) {
+      const [service, port] = [backend.slice(0, backend.lastIndexOf(':')), backend.slice(backend.lastIndexOf(':') + 1)];
+      const target = byName.get(`${ingress.location}/${service}`)?.ports.find((p) => (/^\d+$/.test(port) ? p.port === Number(port) : p.name === port));
+      if (target && !target.exposed) Object.assign(target, { exposed: true, via: `ingress ${ingress.name}` });
     }
   }
 }
