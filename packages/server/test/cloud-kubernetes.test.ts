@@ -197,6 +197,14 @@ describe.skipIf(!haveTools('the Kubernetes collector against a fake API server',
     expect(inv.cursor?.ingresses).toBeUndefined();
   });
 
+  it('goes on without ingresses when the cluster does not serve networking.k8s.io/v1 (404), with a warning', async () => {
+    smallCluster();
+    fake.state.fail.ingresses = 404;
+    const inv = await collectKubernetes({ pageSize: 0 }, { kubeconfig });
+    expect(inv.warnings).toEqual(['ingresses: NotFound (404): the server could not find the requested resource (ingresses left out)']);
+    expect(fake.requests.filter((r) => r.path === '/api/v1/pods').map((r) => r.query.limit)).toEqual(['1', '1', '1', '1']);
+  });
+
   it.each([
     ['nodes', 503],
     ['services', 500],

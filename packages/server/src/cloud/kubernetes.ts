@@ -40,7 +40,7 @@ export interface KubernetesSettings {
   context?: string;
   /** Use the pod's own service account (`loadFromCluster`) instead of a kubeconfig. */
   inCluster?: boolean;
-  /** Objects a list page asks for (`limit`); 500 when absent. */
+  /** Objects a list page asks for (`limit`), 1 to 5,000; 500 when absent. */
   pageSize?: number;
 }
 
@@ -60,6 +60,7 @@ export interface KubernetesCollectOptions {
 }
 
 const DEFAULT_PAGE_SIZE = 500;
+const MAX_PAGE_SIZE = 5_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const MAX_LABELS = 50;
 const MAX_LABEL_VALUE = 256;
@@ -99,7 +100,8 @@ interface Cluster {
  */
 export async function collectKubernetes(settings: KubernetesSettings, credentials: KubernetesCredentials, opts: KubernetesCollectOptions = {}): Promise<CloudInventory> {
   const cluster = connect(settings, credentials, opts);
-  const pageSize = settings.pageSize ?? DEFAULT_PAGE_SIZE;
+  // Never 0 (no limit: the whole list in one answer) nor pages so large that one page is the memory problem.
+  const pageSize = Math.min(MAX_PAGE_SIZE, Math.max(1, Math.floor(settings.pageSize ?? DEFAULT_PAGE_SIZE)));
   const cursor: Record<string, string> = {};
   const warnings: string[] = [];
   const list = <T>(resource: Resource, fetchPage: (p: PageParams) => Promise<Page<T>>, normalise: (item: T) => CloudMachine) =>
