@@ -64,7 +64,7 @@ const context = (organisationId: string, id: string) => `cloud_account:${organis
 /** What identifies credentials without revealing them: an access key id's last four characters; a kubeconfig's server host. */
 export function hintOf(kind: CloudKind, credentials: Record<string, unknown>): string {
   if (kind === 'aws') return `access key …${String(credentials.accessKeyId).slice(-4)}`;
-  const server = /^\s*server:\s*["']?(https?:\/\/[^\s"']+)/m.exec(String(credentials.kubeconfig))?.[1];
+  const server = kubeconfigServer(String(credentials.kubeconfig));
   if (!server) return 'kubeconfig';
   try {
     return `kubeconfig for ${new URL(server).host}`;
@@ -72,6 +72,9 @@ export function hintOf(kind: CloudKind, credentials: Record<string, unknown>): s
     return 'kubeconfig';
   }
 }
+
+/** A kubeconfig's first cluster server URL (what the console shows as the cluster). */
+export const kubeconfigServer = (kubeconfig: string): string | null => /^\s*server:\s*["']?(https?:\/\/[^\s"']+)/m.exec(kubeconfig)?.[1] ?? null;
 
 async function find(db: Kysely<DB>, organisationId: string, id: string): Promise<AccountRow> {
   const r = await sql<AccountRow>`select ${columns} from cloud_accounts where organisation_id = ${organisationId} and id = ${id}`.execute(db);

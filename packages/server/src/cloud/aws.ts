@@ -99,6 +99,7 @@ export async function collectAws(settings: AwsSettings, credentials: AwsCredenti
         if (!(failure instanceof ProviderError) || !isRefusal(failure)) throw failure;
         refusals.push(failure);
         inventory.warnings.push(`${failure.message} (region skipped)`);
+        (inventory.partial ??= {}).locations = [...(inventory.partial.locations ?? []), region];
       }
     });
   } catch (err) {
@@ -106,7 +107,10 @@ export async function collectAws(settings: AwsSettings, credentials: AwsCredenti
     throw err;
   }
   if (regions.length > 0 && refusals.length === regions.length) throw refusals[0]!;
-  if (budget.exceeded) inventory.warnings.push(`more than ${opts.maxInstances ?? AWS_MAX_INSTANCES} instances: the rest are left out`);
+  if (budget.exceeded) {
+    inventory.warnings.push(`more than ${opts.maxInstances ?? AWS_MAX_INSTANCES} instances: the rest are left out`);
+    inventory.partial = { ...inventory.partial, all: true };
+  }
   return inventory;
 }
 

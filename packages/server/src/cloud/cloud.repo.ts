@@ -5,8 +5,8 @@ import type { DB } from '../db/schema.js';
 
 /** What the account's previous syncs recorded: each resource's content hash, host and whether it is gone. */
 export async function knownResources(db: Kysely<DB>, org: string, accountId: string) {
-  const r = await sql<{ provider_id: string; content_hash: string; host_id: string | null; gone: boolean }>`
-    select provider_id, content_hash, host_id, gone_at is not null as gone from cloud_resources where organisation_id = ${org} and account_id = ${accountId}`.execute(db);
+  const r = await sql<{ provider_id: string; kind: string; location: string | null; content_hash: string; host_id: string | null; gone: boolean }>`
+    select provider_id, kind, location, content_hash, host_id, gone_at is not null as gone from cloud_resources where organisation_id = ${org} and account_id = ${accountId}`.execute(db);
   return r.rows;
 }
 

@@ -72,6 +72,11 @@ export interface CloudInventory {
   networks: CloudNetwork[];
   /** What was skipped and why (a region that refused us, a malformed record): shown with the sync's outcome. */
   warnings: string[];
+  /**
+   * What was not listed whole (a region that refused, a resource kind not readable, a cap reached):
+   * a resource there that is missing from this collection is not marked gone.
+   */
+  partial?: { all?: boolean; locations?: string[]; kinds?: CloudMachine['kind'][] } | undefined;
   /** Kubernetes: the list `resourceVersion` of each resource kind, for the next collection's increments. */
   cursor?: Record<string, string> | undefined;
 }

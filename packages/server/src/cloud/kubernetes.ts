@@ -114,14 +114,16 @@ export async function collectKubernetes(settings: KubernetesSettings, credential
   const services = await list('services', (p) => cluster.core.listServiceForAllNamespaces(p, requestOptions(cluster)), serviceMachine);
   const pods = await list('pods', (p) => cluster.core.listPodForAllNamespaces(p, requestOptions(cluster)), podMachine);
   let ingresses: CloudMachine[] = [];
+  let partial: CloudInventory['partial'];
   try {
     ingresses = await list('ingresses', (p) => cluster.networking.listIngressForAllNamespaces(p, requestOptions(cluster)), ingressMachine);
   } catch (err) {
     if (!(err instanceof ProviderError) || (err.status !== 403 && err.status !== 404)) throw err;
     warnings.push(`${err.message} (ingresses left out)`);
+    partial = { kinds: ['ingress'] };
   }
   exposeThroughIngresses(services, ingresses);
-  return { machines: [...nodes, ...services, ...pods, ...ingresses], networks: [], warnings, cursor };
+  return { machines: [...nodes, ...services, ...pods, ...ingresses], networks: [], warnings, cursor, ...(partial ? { partial } : {}) };
 }
 
 /**

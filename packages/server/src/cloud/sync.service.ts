@@ -155,10 +155,16 @@ async function store(db: Kysely<DB>, account: OpenedAccount, inventory: CloudInv
     for (const h of await writeChunk(db, account, changed.slice(i, i + CHUNK), started)) hostIds.add(h);
   }
   const listedIds = new Set(listed.map((r) => r.providerId));
-  const goneIds = [...known.values()].filter((k) => !k.gone && !listedIds.has(k.provider_id)).map((k) => k.provider_id);
+  const goneIds = inventory.partial?.all ? [] : [...known.values()].filter((k) => !k.gone && !listedIds.has(k.provider_id) && !unlisted(inventory, k)).map((k) => k.provider_id);
   if (goneIds.length > 0) await markGone(db, account, goneIds);
   await repo.touchListedHosts(db, org, [...hostIds], TOUCH_EVERY_MS);
   return { resources: listed.length, hosts: hostIds.size, changed: changed.length, gone: goneIds.length };
+}
+
+/** Whether a resource lies where the collection was partial (a region skipped, a kind not readable): its absence proves nothing. */
+function unlisted(inventory: CloudInventory, r: { kind: string; location: string | null }): boolean {
+  const p = inventory.partial;
+  return !!p && ((!!r.location && !!p.locations?.includes(r.location)) || !!p.kinds?.includes(r.kind as CloudMachine['kind']));
 }
 
 /** One transaction: the chunk's hosts reconciled, its resource rows written with their hosts. Returns the host ids. */
