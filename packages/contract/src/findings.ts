@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Text, Timestamp, Uuid } from './common.js';
-import { PortProtocol, Severity, Vulnerability, VulnerabilityState, vulnerabilityStates } from './inventory.js';
+import { ExposedFilter, PortProtocol, Severity, Vulnerability, VulnerabilityState, vulnerabilityStates } from './inventory.js';
 
 // Triage (issue 23): the console's findings list (the actionable set first, by severity then
 // score, with a total and a search), the same findings grouped by advisory, moves of many findings
@@ -26,6 +26,7 @@ const filters = {
     .max(200)
     .optional()
     .describe('At least 2 characters: a CVE id (or its start), a host name or FQDN (part of it), an address (or its start: `10.1.0`), a product or vendor (part of it); case-insensitive.'),
+  exposed: ExposedFilter.describe('`true`: only findings on services the internet reaches, as a cloud account says (`service.exposedVia` set); `false`: only the others. Without it, exposed findings come first.'),
   limit: z.coerce.number().int().min(1).max(500).default(100).describe('Page size, 1 to 500 (default 100).'),
   cursor: Text.min(1).max(512).optional().describe('`nextCursor` of the previous page.'),
 };
@@ -47,6 +48,7 @@ export const Finding = Vulnerability.pick({
     vendor: z.string().nullable(),
     product: z.string().nullable(),
     version: z.string().nullable(),
+    exposedVia: z.string().nullable().describe('Why the internet reaches the service, when a cloud account says so; null otherwise. Exposed findings are listed first.'),
   }),
 });
 

@@ -147,6 +147,10 @@ export const Service = z.object({
   firstSeenAt: Timestamp,
   lastSeenAt: Timestamp,
   goneAt: Timestamp.nullable().describe('When a completed scan no longer found it.'),
+  exposedVia: z
+    .string()
+    .nullable()
+    .describe('Why the internet reaches it, when a cloud account says so (an EC2 security group admitting the port from 0.0.0.0/0 or ::/0 to an instance with a public address; a Kubernetes LoadBalancer, NodePort or ingress); null when nothing says it is exposed.'),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -265,6 +269,12 @@ export const HOST_SEARCH_RULES =
   'the term is the start of a dotted IPv4 address in whole octets (`10.1.0` or `10.1.0.`: 10.1.0.0/24; `10.1` or `10.1.`: 10.1.0.0/16; `10.`: 10.0.0.0/8) ' +
   'or of an IPv6 address in whole groups (`2001:db8` or `2001:db8:`: 2001:db8::/32), and the host has an address inside it. ' +
   'Nothing else matches (no substring inside a name, no part of an octet: `10.1.2` never matches 10.1.20.5).';
+/** `true`: only what the internet reaches as a cloud account says (`exposedVia` set); `false`: only the rest. */
+export const ExposedFilter = z.enum(['true', 'false']).optional().describe('`true`: only services the internet reaches, as a cloud account says (`exposedVia` set); `false`: only the others.');
+
+/** Where the inventory knows a host from: `cloud` (a cloud account lists it now), `daemon` (a daemon observed it). */
+export const hostSources = ['cloud', 'daemon'] as const;
+
 /** How the `gone` filter of hosts and services treats what a completed scan no longer found. */
 export const goneModes = ['include', 'exclude', 'only'] as const;
 
@@ -303,6 +313,7 @@ export const serviceFilters = {
     .enum(goneModes)
     .optional()
     .describe('`include` (the default, as before this filter existed): present and gone services; `exclude`: only services present now; `only`: only those a completed scan no longer found (`goneAt` set).'),
+  exposed: ExposedFilter,
 };
 
 export const listQueries = {
@@ -319,6 +330,10 @@ export const listQueries = {
       .enum(goneModes)
       .optional()
       .describe('`include` (the default, as before this filter existed): every host; `exclude`: only the hosts present (`goneAt` null), as the console lists them by default; `only`: only the hosts gone.'),
+    source: z
+      .enum(hostSources)
+      .optional()
+      .describe('`cloud`: hosts a cloud account (AWS, Kubernetes) lists now; `daemon`: hosts a daemon observed (a host can be both).'),
   }),
   services: z.strictObject({ ...page, ...serviceFilters }),
   networks: z.strictObject({ ...page, siteId: Uuid.optional() }),

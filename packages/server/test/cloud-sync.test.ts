@@ -171,6 +171,61 @@ describe('an AWS account synced', () => {
   });
 });
 
+describe('internet exposure and provenance', () => {
+  it('marks a service exposed when its instance has a public address and a security group admits its port from anywhere; lists it, filters it, puts its findings first', async () => {
+    const { org, s, site } = await newOrg();
+    // host-0: public 203.0.113.10, groups web (tcp 443 from 0.0.0.0/0 and ::/0) and admin (tcp 22 from 192.0.2.0/24); host-1: no public address.
+    const daemon = { kind: 'daemon' as const, organisationId: org.organisationId, siteId: site, since: new Date(), daemonId: '00000000-0000-4000-8000-000000000002' };
+    await t.database.db.transaction().execute((trx) =>
+      reconcile(trx, daemon, {
+        hosts: [{ fingerprint: 'd-0' }, { fingerprint: 'd-1' }],
+        addresses: [{ fingerprint: 'd-0', address: '10.0.0.10' }, { fingerprint: 'd-1', address: '10.0.0.11' }],
+        ports: [443, 22].flatMap((port) => [
+          { fingerprint: 'd-0', address: '10.0.0.10', protocol: 'tcp', port, state: 'open' },
+          { fingerprint: 'd-1', address: '10.0.0.11', protocol: 'tcp', port, state: 'open' },
+        ]),
+        services: [], certificates: [], neighbours: [], vlans: [], routes: [], lagGroups: [],
+      }),
+    );
+    const before = await call(s, 'GET', '/api/v1/services?exposed=true');
+    expect(before.json().data).toEqual([]);
+    await call(s, 'POST', `${CLOUD}/${await awsAccount(s, site)}/sync`);
+
+    const all = (await call(s, 'GET', '/api/v1/services?limit=100')).json().data as { id: string; address: string; port: number; exposedVia: string | null }[];
+    const exposed = all.filter((x) => x.exposedVia !== null);
+    expect(exposed.map((x) => [x.address, x.port, x.exposedVia])).toEqual([['10.0.0.10', 443, expect.stringMatching(/^security group sg-web\w+ admits tcp 443 from 0\.0\.0\.0\/0$/)]]);
+    const filtered = await call(s, 'GET', '/api/v1/services?exposed=true');
+    expect(filtered.json().data.map((x: { id: string }) => x.id)).toEqual(exposed.map((x) => x.id));
+    expect((await call(s, 'GET', '/api/v1/services?exposed=false&limit=100')).json().data).toHaveLength(3);
+    expectProblem(await call(s, 'GET', '/api/v1/services?exposed=yes'), 400, 'invalid_filter');
+
+    // Findings: a low one on the exposed service comes before a critical one on a service nobody outside reaches.
+    const hidden = all.find((x) => x.address === '10.0.0.11' && x.port === 443)!;
+    const open = exposed[0]!;
+    const host = async (sv: { id: string }) => (await sql<{ host_id: string }>`select host_id from services where id = ${sv.id}`.execute(t.database.db)).rows[0]!.host_id;
+    await sql`insert into vulnerabilities (organisation_id, service_id, host_id, cve_id, severity, score) values
+      (${org.organisationId}, ${hidden.id}, ${await host(hidden)}, 'CVE-2026-0001', 'critical', 9.8),
+      (${org.organisationId}, ${open.id}, ${await host(open)}, 'CVE-2026-0002', 'low', 3.1)`.execute(t.database.db);
+    const findings = (await call(s, 'GET', '/api/v1/findings')).json().data as { cveId: string; service: { exposedVia: string | null } }[];
+    expect(findings.map((f) => [f.cveId, f.service.exposedVia !== null])).toEqual([['CVE-2026-0002', true], ['CVE-2026-0001', false]]);
+    expect((await call(s, 'GET', '/api/v1/findings?exposed=true')).json().data.map((f: { cveId: string }) => f.cveId)).toEqual(['CVE-2026-0002']);
+
+    // The host page: what AWS lists it as.
+    const detail = (await call(s, 'GET', `/api/v1/hosts/${await host(open)}/detail`)).json();
+    expect(detail.cloud).toEqual([
+      expect.objectContaining({
+        accountName: 'Production', provider: 'aws', kind: 'instance', providerId: expect.stringMatching(/^i-/), name: 'host-0', state: 'running', location: 'eu-west-1',
+        labels: { Name: 'host-0', env: 'test' }, publicAddresses: expect.arrayContaining(['203.0.113.10']), goneAt: null,
+        inbound: expect.arrayContaining([expect.objectContaining({ protocol: 'tcp', fromPort: 22, toPort: 22, cidrs: ['192.0.2.0/24'] })]),
+      }),
+    ]);
+    // The hosts filter by source: 12 instances listed (two of them also a daemon's), 2 hosts a daemon saw.
+    const bySource = async (source: string) => (await call(s, 'GET', `/api/v1/hosts?source=${source}&limit=100`)).json().data.length;
+    expect([await bySource('cloud'), await bySource('daemon')]).toEqual([12, 2]);
+    expect((await call(s, 'GET', '/api/v1/hosts?source=cloud&search=host-1&limit=100')).json().data.map((h: { hostname: string }) => h.hostname).sort()).toEqual(['host-1', 'host-10', 'host-11']);
+  });
+});
+
 describe.skipIf(!haveTools('Kubernetes syncs against a fake API server', ['openssl']))('a Kubernetes cluster synced', () => {
   let k8s: Awaited<ReturnType<typeof startFakeKubernetes>>;
   const TOKEN = 'sa-token-sync-7f2c1e0b9a8d';
@@ -201,6 +256,8 @@ describe.skipIf(!haveTools('Kubernetes syncs against a fake API server', ['opens
       select s.port, s.state, s.name from services s join hosts h on h.organisation_id = s.organisation_id and h.id = s.host_id
       where s.organisation_id = ${a.org.organisationId} and h.hostname = 'shop/front'`.execute(t.database.db);
     expect(ports.rows).toEqual([{ port: 443, state: 'open', name: 'https' }]);
+    const published = (await call(a.s, 'GET', '/api/v1/services?exposed=true')).json().data;
+    expect(published.map((x: { port: number; exposedVia: string }) => [x.port, x.exposedVia])).toEqual([[443, 'LoadBalancer']]);
     // The two organisations' hosts are their own rows.
     const ids = new Set((await hostsOf(a.org)).map((h) => h.id));
     for (const h of await hostsOf(b.org)) expect(ids.has(h.id)).toBe(false);

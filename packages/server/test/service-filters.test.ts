@@ -163,6 +163,6 @@ describe('GET /api/v1/services/count (internal)', () => {
     const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
     expect(doc.paths['/api/v1/services/count']).toBeUndefined();
     const params = doc.paths['/api/v1/services'].get.parameters.map((p: { name: string }) => p.name).sort();
-    expect(params).toEqual(['cpe', 'cursor', 'gone', 'hostId', 'limit', 'port', 'product', 'protocol', 'version']);
+    expect(params).toEqual(['cpe', 'cursor', 'exposed', 'gone', 'hostId', 'limit', 'port', 'product', 'protocol', 'version']);
   });
 });

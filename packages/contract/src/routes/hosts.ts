@@ -51,6 +51,30 @@ export const HostDetail = z.object({
       'The hosts that report this one as their LLDP/CDP neighbour (its management address is one of this host\'s addresses, its chassis id one of its MACs, or its system name its hostname or FQDN), ' +
         'sorted by port naturally (Gi1/0/2 before Gi1/0/10), ports not named last.',
     ),
+  cloud: z
+    .array(
+      z.object({
+        accountId: Uuid,
+        accountName: z.string(),
+        provider: z.enum(['aws', 'kubernetes']),
+        kind: z.enum(['instance', 'node', 'pod', 'service', 'ingress']).describe('What the provider calls it.'),
+        providerId: z.string().describe('An EC2 instance id; a Kubernetes object\'s uid.'),
+        name: z.string().nullable(),
+        state: z.string().describe('As the provider says: running, stopped…; a node Ready/NotReady; a pod\'s phase; a service\'s type.'),
+        location: z.string().nullable().describe('An AWS region; a Kubernetes namespace.'),
+        labels: z.record(z.string(), z.string()).describe('Tags (AWS) or labels (Kubernetes).'),
+        details: z.record(z.string(), z.unknown()).describe('What else the provider says: instance type, VPC, subnet, security groups, image; kubelet version, owning workload, node…'),
+        publicAddresses: z.array(z.string()),
+        inbound: z
+          .array(z.object({ groupId: z.string(), protocol: z.enum(['tcp', 'udp', 'icmp', 'all']), fromPort: z.number().int().nullable(), toPort: z.number().int().nullable(), cidrs: z.array(z.string()) }))
+          .describe('AWS: the inbound rules of its security groups.'),
+        ports: z.array(z.object({ protocol: z.enum(['tcp', 'udp']), port: z.number().int(), name: z.string().optional(), exposed: z.boolean(), via: z.string().optional() })).describe('Kubernetes: the ports a service publishes.'),
+        firstListedAt: Timestamp,
+        changedAt: Timestamp.describe('When the provider\'s record of it last changed.'),
+        goneAt: Timestamp.nullable().describe('The first sync that no longer listed it; null while listed.'),
+      }),
+    )
+    .describe('What cloud accounts list as this host (its provenance), listed ones first.'),
 });
 export type HostDetail = z.infer<typeof HostDetail>;
 
@@ -60,7 +84,7 @@ export const hostRoutes = {
     method: 'GET',
     url: '/api/v1/hosts/:id/detail',
     operationId: 'getHostDetail',
-    summary: 'A host\'s interfaces, VLANs, LAG groups and routes as the daemons reported them, and its port map',
+    summary: 'A host\'s interfaces, VLANs, LAG groups and routes as the daemons reported them, its port map, and what cloud accounts list it as',
     description:
       'The layer 2/3 facts the daemons reported for this host (each as last reported; an absent field never erased a stored one) and, for a switch, which hosts report being on which of its ports. ' +
       'A host of another organisation is 404 `not_found`.',

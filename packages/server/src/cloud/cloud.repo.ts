@@ -80,3 +80,18 @@ export async function touchListedHosts(db: Kysely<DB>, org: string, hostIds: str
     from (select id from hosts where organisation_id = ${org} and id = any(${hostIds}::uuid[]) and gone_at is null and last_seen_at < now() - ${`${everyMs} milliseconds`}::interval order by id for update) x
     where h.organisation_id = ${org} and h.id = x.id`.execute(db);
 }
+
+/** What cloud accounts list host `hostId` as (its provenance): listed ones first. */
+export async function provenanceOf(db: Kysely<DB>, org: string, hostId: string) {
+  const r = await sql<{
+    account_id: string; account_name: string; provider: 'aws' | 'kubernetes'; kind: 'instance' | 'node' | 'pod' | 'service' | 'ingress'; provider_id: string; name: string | null; state: string;
+    location: string | null; labels: Record<string, string>; data: Record<string, unknown>; public_addresses: string[]; inbound: unknown[]; ports: unknown[];
+    first_seen_at: Date; last_seen_at: Date; gone_at: Date | null;
+  }>`
+    select r.account_id, a.name as account_name, a.kind as provider, r.kind, r.provider_id, r.name, r.state, r.location, r.labels, r.data,
+           array(select host(x) from unnest(r.public_addresses) x) as public_addresses, r.inbound, r.ports, r.first_seen_at, r.last_seen_at, r.gone_at
+    from cloud_resources r join cloud_accounts a on a.organisation_id = r.organisation_id and a.id = r.account_id
+    where r.organisation_id = ${org} and r.host_id = ${hostId}
+    order by r.gone_at is not null, r.gone_at desc, a.name, r.provider_id`.execute(db);
+  return r.rows;
+}

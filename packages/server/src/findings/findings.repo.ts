@@ -10,7 +10,11 @@ export interface FindingFilters {
   severity?: string | undefined;
   search?: string | undefined;
   cveId?: string | undefined;
+  exposed?: boolean | undefined;
 }
+
+/** Why the internet reaches the finding's service (the view service_exposure), for `v`. */
+const exposure = sql`left join lateral (select e.via from service_exposure e where e.organisation_id = v.organisation_id and e.service_id = v.service_id) x on true`;
 
 /** critical 4 … none 0: the order of the list. */
 export const rank = (col: RawBuilder<unknown>) => sql`case ${col} when 'critical' then 4 when 'high' then 3 when 'medium' then 2 when 'low' then 1 else 0 end`;
@@ -20,6 +24,7 @@ function where(organisationId: string, f: FindingFilters) {
   const parts = [sql`v.organisation_id = ${organisationId}`, sql`v.state = any(${[...f.states]}::text[])`];
   if (f.severity) parts.push(sql`v.severity = ${f.severity}`);
   if (f.cveId) parts.push(sql`v.cve_id = ${f.cveId}`);
+  if (f.exposed !== undefined) parts.push(sql`x.via is ${f.exposed ? sql`not null` : sql`null`}`);
   if (f.search) {
     const literal = f.search.replace(/[\\%_]/g, (c) => `\\${c}`);
     const like = `%${literal}%`;
@@ -33,16 +38,17 @@ function where(organisationId: string, f: FindingFilters) {
 
 const from = sql`vulnerabilities v
   join hosts h on h.organisation_id = v.organisation_id and h.id = v.host_id
-  join services s on s.organisation_id = v.organisation_id and s.id = v.service_id`;
+  join services s on s.organisation_id = v.organisation_id and s.id = v.service_id
+  ${exposure}`;
 
 export interface FindingRow {
   id: string; cve_id: string; advisory_id: string | null; summary: string | null; severity: string; score: string | null; state: string; note: string | null;
   first_seen_at: string; last_seen_at: string; state_changed_at: string;
   host_id: string; host_name: string | null; host_address: string | null;
-  service_id: string; protocol: string; port: number; service_name: string | null; vendor: string | null; product: string | null; version: string | null;
+  service_id: string; protocol: string; port: number; service_name: string | null; vendor: string | null; product: string | null; version: string | null; exposed_via: string | null;
 }
 
-/** One page of findings after `offset`, ordered by severity, score (none last), CVE, host name, port, id; and the total. */
+/** One page of findings after `offset`, ordered exposed first, then by severity, score (none last), CVE, host name, port, id; and the total. */
 export async function listFindings(db: Kysely<DB>, organisationId: string, f: FindingFilters, offset: number, take: number) {
   const w = where(organisationId, f);
   const rows = await sql<FindingRow>`
@@ -50,9 +56,9 @@ export async function listFindings(db: Kysely<DB>, organisationId: string, f: Fi
            ${rfc3339('v.first_seen_at')} as first_seen_at, ${rfc3339('v.last_seen_at')} as last_seen_at, ${rfc3339('v.state_changed_at')} as state_changed_at,
            h.id as host_id, coalesce(h.hostname, h.fqdn) as host_name,
            (select host(a.address) from host_addresses a where a.organisation_id = v.organisation_id and a.host_id = v.host_id order by a.address limit 1) as host_address,
-           s.id as service_id, s.protocol, s.port, s.name as service_name, s.vendor, s.product, s.version
+           s.id as service_id, s.protocol, s.port, s.name as service_name, s.vendor, s.product, s.version, x.via as exposed_via
     from ${from} where ${w}
-    order by ${rank(sql`v.severity`)} desc, v.score desc nulls last, v.cve_id, coalesce(h.hostname, h.fqdn) collate "C", s.port, v.id
+    order by x.via is null, ${rank(sql`v.severity`)} desc, v.score desc nulls last, v.cve_id, coalesce(h.hostname, h.fqdn) collate "C", s.port, v.id
     offset ${offset} limit ${take}`.execute(db);
   const total = await sql<{ n: number }>`select count(*)::int as n from ${from} where ${w}`.execute(db);
   return { rows: rows.rows, total: total.rows[0]!.n };

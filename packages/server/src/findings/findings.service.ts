@@ -15,11 +15,14 @@ interface Query {
   severity?: string | undefined;
   search?: string | undefined;
   cveId?: string | undefined;
+  exposed?: 'true' | 'false' | undefined;
   limit: number;
   cursor?: string | undefined;
 }
 
-const filtersOf = (q: Query): repo.FindingFilters => ({ states: q.state ?? [...actionableStates], severity: q.severity, search: q.search, cveId: q.cveId });
+const filtersOf = (q: Query): repo.FindingFilters => ({
+  states: q.state ?? [...actionableStates], severity: q.severity, search: q.search, cveId: q.cveId, exposed: q.exposed === undefined ? undefined : q.exposed === 'true',
+});
 
 /** The cursor is the position in the ordered list, bound to the list, its filters and the organisation. */
 function page<T>(cursors: CursorCodec, organisationId: string, list: string, q: Query, load: (offset: number, take: number) => Promise<{ rows: T[]; total: number }>) {
@@ -41,7 +44,7 @@ export async function listFindings(db: Kysely<DB>, cursors: CursorCodec, organis
       id: r.id, cveId: r.cve_id, advisoryId: r.advisory_id, summary: r.summary, severity: r.severity as never, score: score(r.score), state: r.state as VulnerabilityState, note: r.note,
       firstSeenAt: r.first_seen_at, lastSeenAt: r.last_seen_at, stateChangedAt: r.state_changed_at,
       host: { id: r.host_id, name: r.host_name, address: r.host_address },
-      service: { id: r.service_id, protocol: r.protocol as never, port: r.port, name: r.service_name, vendor: r.vendor, product: r.product, version: r.version },
+      service: { id: r.service_id, protocol: r.protocol as never, port: r.port, name: r.service_name, vendor: r.vendor, product: r.product, version: r.version, exposedVia: r.exposed_via },
     })),
     total: p.total,
     nextCursor: p.nextCursor,

@@ -2,6 +2,7 @@ import type { HostDetail } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
+import { provenanceOf } from '../cloud/cloud.repo.js';
 import * as repo from './hosts.repo.js';
 
 /** Natural order of interface and port names: digits compare as numbers (Gi1/0/2 before Gi1/0/10). */
@@ -14,12 +15,13 @@ const natural = (names: string[]) => [...names].sort(naturalOrder);
 /** A host's interfaces, VLANs, LAG groups, routes and port map; 404 for a host the organisation does not have. */
 export async function getHostDetail(db: Kysely<DB>, organisationId: string, hostId: string): Promise<HostDetail> {
   if (!(await repo.hostExists(db, organisationId, hostId))) throw new AppError('not_found', `No host ${hostId}.`);
-  const [interfaces, vlans, lagGroups, routes, ports] = await Promise.all([
+  const [interfaces, vlans, lagGroups, routes, ports, cloud] = await Promise.all([
     repo.interfaces(db, organisationId, hostId),
     repo.vlans(db, organisationId, hostId),
     repo.lagGroups(db, organisationId, hostId),
     repo.routes(db, organisationId, hostId),
     repo.reportedOnPorts(db, organisationId, hostId),
+    provenanceOf(db, organisationId, hostId),
   ]);
   return {
     hostId,
@@ -30,5 +32,10 @@ export async function getHostDetail(db: Kysely<DB>, organisationId: string, host
     portMap: ports
       .sort((a, b) => (a.port === null ? 1 : b.port === null ? -1 : naturalOrder(a.port, b.port)) || naturalOrder(a.hostname ?? a.fqdn ?? a.host_id, b.hostname ?? b.fqdn ?? b.host_id))
       .map((p) => ({ port: p.port, hostId: p.host_id, hostname: p.hostname, fqdn: p.fqdn, address: p.address, localInterface: p.local_interface, protocol: p.protocol, lastSeenAt: iso(p.last_seen_at), goneAt: p.gone_at && iso(p.gone_at) })),
+    cloud: cloud.map((c) => ({
+      accountId: c.account_id, accountName: c.account_name, provider: c.provider, kind: c.kind, providerId: c.provider_id, name: c.name, state: c.state, location: c.location,
+      labels: c.labels, details: c.data, publicAddresses: c.public_addresses, inbound: c.inbound as HostDetail['cloud'][number]['inbound'], ports: c.ports as HostDetail['cloud'][number]['ports'],
+      firstListedAt: iso(c.first_seen_at), changedAt: iso(c.last_seen_at), goneAt: c.gone_at && iso(c.gone_at),
+    })),
   };
 }

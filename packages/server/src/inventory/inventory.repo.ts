@@ -1,3 +1,4 @@
+import type { hostSources } from '@surveyor/contract';
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { likeLiteral, rfc3339 } from '../db/sql.js';
@@ -59,7 +60,19 @@ export function listNetworks(db: Kysely<DB>, p: PageArgs, f: { siteId?: string |
 /** Below this many matches a text search collects its hosts from the value indexes, not the page index. */
 const SPARSE_TEXT_MATCHES = 5000;
 
-type HostFilters = { siteId?: string | undefined; search?: HostSearch | undefined; gone?: GoneMode | undefined } & ById;
+type HostFilters = { siteId?: string | undefined; search?: HostSearch | undefined; gone?: GoneMode | undefined; source?: HostSource | undefined } & ById;
+export type HostSource = (typeof hostSources)[number];
+
+/**
+ * Where the inventory knows host `h` from: `cloud`, a cloud account lists it now (cloud_resources);
+ * `daemon`, one of its fingerprints is a daemon's (a cloud sync's are namespaced `aws:` / `k8s:`).
+ */
+function sourceMatch(source: HostSource, h: string) {
+  const host = sql.ref(h);
+  return source === 'cloud'
+    ? sql<boolean>`exists (select 1 from cloud_resources c where c.organisation_id = ${host}.organisation_id and c.host_id = ${host}.id and c.gone_at is null)`
+    : sql<boolean>`exists (select 1 from host_fingerprints f where f.organisation_id = ${host}.organisation_id and f.host_id = ${host}.id and f.fingerprint !~ '^(aws|k8s):')`;
+}
 
 /** The LIKE pattern of a prefix: its wildcards escaped. */
 const prefixPattern = (prefix: string) => `${prefix.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -82,7 +95,7 @@ function textMatch(s: Extract<HostSearch, { kind: 'text' }>) {
 async function textCandidates(db: Kysely<DB>, p: PageArgs, f: HostFilters, s: Extract<HostSearch, { kind: 'text' }>) {
   const o = p.organisationId;
   const pattern = prefixPattern(s.prefix);
-  const scope = sql`h.organisation_id = ${o} and h.seq > ${p.after}${f.siteId ? sql` and h.site_id = ${f.siteId}` : sql``}${f.gone === 'only' ? sql` and h.gone_at is not null` : f.gone !== 'exclude' ? sql`` : sql` and h.gone_at is null`}`;
+  const scope = sql`h.organisation_id = ${o} and h.seq > ${p.after}${f.siteId ? sql` and h.site_id = ${f.siteId}` : sql``}${f.gone === 'only' ? sql` and h.gone_at is not null` : f.gone !== 'exclude' ? sql`` : sql` and h.gone_at is null`}${f.source ? sql` and ${sourceMatch(f.source, 'h')}` : sql``}`;
   const branches = [
     ...['hostname', 'fqdn', 'vendor', 'os'].map((c) => sql`select h.id, h.seq from hosts h where ${scope} and lower(${sql.ref(`h.${c}`)}) like ${pattern}`),
     ...(s.mac
@@ -116,6 +129,7 @@ export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
   if (f.siteId) q = q.where('site_id', '=', f.siteId);
   if (f.ids) q = q.where('id', 'in', [...f.ids]);
   if (f.gone === 'exclude' || f.gone === 'only') q = q.where('gone_at', f.gone === 'only' ? 'is not' : 'is', null);
+  if (f.source) q = q.where(sourceMatch(f.source, 'hosts'));
   const s = f.search;
   if (s?.kind === 'id') q = q.where('id', '=', s.id);
   else if (s?.kind === 'address' || s?.kind === 'cidr') {
@@ -148,7 +162,11 @@ export interface ServiceFilters {
   protocol?: string | undefined;
   cpe?: string | undefined;
   gone?: GoneMode | undefined;
+  exposed?: 'true' | 'false' | undefined;
 }
+
+/** Why the internet reaches service `services` (the view service_exposure, migration 0029), or null. */
+const exposedVia = sql<string | null>`(select e.via from service_exposure e where e.organisation_id = services.organisation_id and e.service_id = services.id)`;
 
 /**
  * The where clause of the services filters: the list and the count share it, so a count is the
@@ -168,13 +186,14 @@ function whereServices<O>(q: SelectQueryBuilder<DB, 'services', O>, f: ServiceFi
   if (f.cpe) q = q.where(sql<boolean>`(lower(cpe) = ${f.cpe} or lower(cpe) like ${`${likeLiteral(f.cpe)}:%`})`);
   if (f.gone === 'exclude') q = q.where('gone_at', 'is', null);
   else if (f.gone === 'only') q = q.where('gone_at', 'is not', null);
+  if (f.exposed) q = q.where(sql<boolean>`${exposedVia} is ${f.exposed === 'true' ? sql`not null` : sql`null`}`);
   return q;
 }
 
 export function listServices(db: Kysely<DB>, p: PageArgs, f: ServiceFilters) {
   const q = db.selectFrom('services').select([
     'id', 'seq', 'host_id', 'protocol', 'port', 'state', 'banner', 'name', 'product', 'vendor', 'version', 'cpe', 'signature_id', 'signature_source', 'confidence',
-    iso('first_seen_at'), iso('last_seen_at'), isoOrNull('gone_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'),
+    iso('first_seen_at'), iso('last_seen_at'), isoOrNull('gone_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'), exposedVia.as('exposed_via'),
   ]);
   return keyset(whereServices(q, f), 'services', p).execute();
 }

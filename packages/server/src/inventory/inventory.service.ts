@@ -76,6 +76,7 @@ export const toService = (r: Row<typeof repo.listServices>) => ({
   firstSeenAt: r.first_seen_at,
   lastSeenAt: r.last_seen_at,
   goneAt: r.gone_at,
+  exposedVia: r.exposed_via,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -143,7 +144,7 @@ const listers: { [N in CollectionName]: (db: Kysely<DB>, p: repo.PageArgs, q: Qu
   sites: async (db, p) => (await repo.listSites(db, p)).map((r) => ({ seq: r.seq, item: toSite(r) })),
   networks: async (db, p, q) => (await repo.listNetworks(db, p, q)).map((r) => ({ seq: r.seq, item: toNetwork(r) })),
   hosts: async (db, p, q) =>
-    (await repo.listHosts(db, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search), gone: q.gone })).map((r) => ({
+    (await repo.listHosts(db, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search), gone: q.gone, source: q.source })).map((r) => ({
       seq: r.seq,
       item: toHost(r),
     })),
