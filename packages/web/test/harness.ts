@@ -10,6 +10,7 @@ import { bootstrapFirstOwner } from '../../server/src/admin/admin.service.js';
 import { setPassword } from '../../server/src/auth/auth.repo.js';
 import { hashPassword } from '../../server/src/auth/passwords.js';
 import { loadConfig } from '../../server/src/config.js';
+import { resolveSecretKey } from '../../server/src/crypto/secrets.js';
 import { createLogger } from '../../server/src/logger.js';
 import { type RunningServer, startServer } from '../../server/src/main.js';
 import type { SeededOrg, TestApp } from '../../server/test/helpers.js';
@@ -79,7 +80,7 @@ export async function startConsole(): Promise<Console> {
     server,
     owner: { email, password },
     org: { organisationId: row.id, name: row.name, ownerEmail: email, ownerId: user.id },
-    t: { app: server.app, database: server.database } as unknown as TestApp,
+    t: { app: server.app, database: server.database, secretKey: resolveSecretKey(config) } as unknown as TestApp,
     async page(options = {}) {
       const context = await browser.newContext({ baseURL: server.url, viewport: { width: 1280, height: 800 }, ...options });
       opened.push(context);

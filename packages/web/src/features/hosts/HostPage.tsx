@@ -3,6 +3,8 @@ import { useMemo } from 'react';
 import { Link, useParams } from 'react-router';
 import { DataTable } from '../../components/DataTable';
 import { ErrorAlert } from '../../components/ErrorAlert';
+import { Exposure } from '../../components/Exposure';
+import { HostCloud } from './components/HostCloud';
 import { HostLayers } from './components/HostLayers';
 import { HostStatus } from './components/HostStatus';
 import { HostTopology } from './components/HostTopology';
@@ -19,6 +21,7 @@ const serviceColumns: ColumnDef<Service>[] = [
   { header: 'Port', id: 'port', cell: ({ row }) => <span className="mono">{row.original.port}/{row.original.protocol}</span> },
   { header: 'Address', accessorKey: 'address', cell: ({ row }) => <span className="mono">{row.original.address ?? '—'}</span> },
   { header: 'State', accessorKey: 'state', cell: ({ row }) => (row.original.goneAt ? `gone ${ago(row.original.goneAt)}` : row.original.state) },
+  { header: 'Internet', id: 'exposedVia', cell: ({ row }) => <Exposure via={row.original.exposedVia} /> },
   { header: 'Name', accessorKey: 'name', cell: ({ row }) => row.original.name ?? '—' },
   {
     header: 'Product',
@@ -145,6 +148,8 @@ export function HostPage() {
             {serviceList.length > 0 && <DataTable caption="Services" data={serviceList} columns={serviceColumns} rowKey={(s) => s.id} />}
             {services.data?.hasMore && <p className="hint">Showing the first 500 services.</p>}
           </section>
+
+          <HostCloud hostId={h.id} />
 
           <HostCertificates hostId={h.id} />
 

@@ -3,6 +3,7 @@ import type { ColumnDef } from '@tanstack/react-table';
 import { useEffect, useId, useMemo, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { DataTable } from '../../components/DataTable';
+import { Exposure } from '../../components/Exposure';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { HostLink, hostLabel } from '../../components/hostLabel';
 import { ago, dateTime, plural } from '../../lib/format';
@@ -41,6 +42,7 @@ function serviceColumns(hosts: Map<string, Host>, params: URLSearchParams): Colu
           <span className={`svc-${row.original.state}`}>{row.original.state}</span>
         ),
     },
+    { header: 'Internet', id: 'exposedVia', accessorKey: 'exposedVia', cell: ({ row }) => <Exposure via={row.original.exposedVia} /> },
     { header: 'Name', accessorKey: 'name', cell: ({ row }) => row.original.name ?? '—' },
     {
       header: 'Product',
@@ -79,7 +81,7 @@ export function ServicesPage() {
   usePageTitle('Services');
   const [params, setParams] = useSearchParams();
   const hostId = params.get('hostId') ?? undefined;
-  const ids = { host: useId(), protocol: useId(), gone: useId(), product: useId(), version: useId(), port: useId(), cpe: useId() };
+  const ids = { host: useId(), protocol: useId(), gone: useId(), exposed: useId(), product: useId(), version: useId(), port: useId(), cpe: useId() };
 
   const inUrl = Object.fromEntries(TEXT_FILTERS.map((k) => [k, params.get(k) ?? ''])) as Record<TextFilter, string>;
   const [typed, setTyped] = useState(inUrl);
@@ -99,8 +101,11 @@ export function ServicesPage() {
   const protocol = PortProtocol.safeParse(protocolParam).data;
   const goneParam = params.get('gone');
   const gone = (goneModes as readonly string[]).includes(goneParam ?? '') ? (goneParam as (typeof goneModes)[number]) : 'exclude';
+  const exposedParam = params.get('exposed');
+  const exposed = exposedParam === 'true' || exposedParam === 'false' ? exposedParam : undefined;
   const filters: ServiceFilters = {
     ...(hostId ? { hostId } : {}),
+    ...(exposed ? { exposed } : {}),
     ...Object.fromEntries(TEXT_FILTERS.filter((k) => inUrl[k] !== '').map((k) => [k, inUrl[k]])),
     ...(protocol ? { protocol } : {}),
     gone,
@@ -159,6 +164,14 @@ export function ServicesPage() {
             <option value="exclude">Hidden</option>
             <option value="include">Shown</option>
             <option value="only">Only gone</option>
+          </select>
+        </div>
+        <div className="field">
+          <label htmlFor={ids.exposed}>Internet</label>
+          <select id={ids.exposed} value={exposed ?? ''} onChange={(e) => set('exposed', e.target.value)} title="As a cloud account says: a public instance whose security group admits the port from anywhere, a Kubernetes LoadBalancer, NodePort or ingress">
+            <option value="">Any</option>
+            <option value="true">Exposed</option>
+            <option value="false">Not exposed</option>
           </select>
         </div>
         {filtered && <Link className="clear-filters" to="?">Clear filters</Link>}
