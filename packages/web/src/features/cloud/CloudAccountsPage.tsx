@@ -337,7 +337,7 @@ function CloudAccounts() {
     () => [
       { header: 'Name', accessorKey: 'name', cell: ({ row }) => <strong className="nowrap">{row.original.name}</strong> },
       { header: 'Kind', accessorKey: 'kind', cell: ({ row }) => kindLabels[row.original.kind] },
-      { header: 'Site', accessorKey: 'siteId', enableSorting: false, cell: ({ row }) => (row.original.siteId ? (siteNames.get(row.original.siteId)?.name ?? '…') : <span className="muted">—</span>) },
+      { header: 'Site', accessorKey: 'siteId', enableSorting: false, cell: ({ row }) => (row.original.siteId ? <span className="nowrap">{siteNames.get(row.original.siteId)?.name ?? '…'}</span> : <span className="muted">—</span>) },
       { id: 'reaches', header: 'Reaches', accessorFn: (a) => a.providerAccount ?? a.credentialHint, cell: ({ row }) => <Reaches a={row.original} /> },
       { id: 'lastSync', header: 'Last sync', accessorFn: (a) => a.lastSync?.at ?? '', cell: ({ row }) => <LastSync s={row.original.lastSync} /> },
       { header: 'Status', accessorKey: 'enabled', cell: ({ row }) => <span className={`badge ${row.original.enabled ? 'outcome-ok' : 'outcome-never'}`}>{row.original.enabled ? 'enabled' : 'disabled'}</span> },
