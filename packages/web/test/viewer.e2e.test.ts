@@ -83,6 +83,7 @@ describe.skipIf(!haveChromium)('a viewer in Chromium', () => {
       ['/settings/members', 'Members'],
       ['/settings/jobs', 'Jobs'],
       ['/settings/notifications', 'Notifications'],
+      ['/settings/cloud', 'Cloud accounts'],
       ['/settings/activity', 'Activity'],
     ];
     const seen: Record<string, string[]> = {};

@@ -97,6 +97,7 @@ export function Shell() {
               {admin && <li><NavLink to="/settings/members">Members</NavLink></li>}
               {admin && <li><NavLink to="/settings/jobs">Jobs</NavLink></li>}
               {admin && <li><NavLink to="/settings/notifications">Notifications</NavLink></li>}
+              {admin && <li><NavLink to="/settings/cloud">Cloud accounts</NavLink></li>}
               {admin && <li><NavLink to="/settings/activity">Activity</NavLink></li>}
             </ul>
           </li>

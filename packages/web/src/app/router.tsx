@@ -68,6 +68,7 @@ export function createConsoleRouter(queryClient: QueryClient) {
         { path: 'settings/members', ...screen(() => import('../features/settings/MembersPage'), 'MembersPage') },
         { path: 'settings/jobs', ...screen(() => import('../features/settings/JobsPage'), 'JobsPage') },
         { path: 'settings/notifications', ...screen(() => import('../features/settings/NotificationsPage'), 'NotificationsPage') },
+        { path: 'settings/cloud', ...screen(() => import('../features/cloud/CloudAccountsPage'), 'CloudAccountsPage') },
         { path: '*', element: <NotFoundPage /> },
       ],
     },

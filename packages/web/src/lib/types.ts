@@ -3,6 +3,9 @@ import type {
   ApiKeyCreated as ApiKeyCreatedSchema,
   ApiKeyInfo as ApiKeyInfoSchema,
   Certificate as CertificateSchema,
+  CloudAccount as CloudAccountSchema,
+  CloudSyncResult as CloudSyncResultSchema,
+  CloudTestResult as CloudTestResultSchema,
   DaemonDetail as DaemonDetailSchema,
   DaemonSummary as DaemonSummarySchema,
   Delivery as DeliverySchema,
@@ -55,6 +58,9 @@ export type DaemonSummary = z.infer<typeof DaemonSummarySchema>;
 export type DaemonDetail = z.infer<typeof DaemonDetailSchema>;
 export type EnrolDaemonResponse = z.infer<typeof EnrolDaemonResponseSchema>;
 export type Certificate = z.infer<typeof CertificateSchema>;
+export type CloudAccount = z.infer<typeof CloudAccountSchema>;
+export type CloudSyncResult = z.infer<typeof CloudSyncResultSchema>;
+export type CloudTestResult = z.infer<typeof CloudTestResultSchema>;
 export type Snapshot = z.infer<typeof SnapshotSchema>;
 export type Destination = z.infer<typeof DestinationSchema>;
 export type DestinationCreated = z.infer<typeof DestinationCreatedSchema>;
