@@ -60,7 +60,8 @@ describe.skipIf(!haveChromium)('cloud accounts in Chromium', () => {
     await p.getByRole('status').filter({ hasText: 'Added “Production”' }).waitFor();
     const row = p.getByRole('row').filter({ hasText: 'Production' });
     await row.waitFor();
-    expect(await row.textContent()).toContain('Site aws');
+    // The site's name is looked up after the row is drawn: wait for it rather than read once.
+    await expect.poll(() => row.textContent(), POLL).toContain('Site aws');
     expect(await row.textContent()).toContain('access key …0001');
     expect(await row.textContent()).toContain('never');
     expect(await db.selectFrom('cloud_accounts').select(['kind', 'site_id', 'settings', 'enabled']).where('organisation_id', '=', o).execute()).toEqual([
@@ -89,7 +90,7 @@ describe.skipIf(!haveChromium)('cloud accounts in Chromium', () => {
     const synced = row.getByRole('status').filter({ hasText: /^Synced in / });
     await synced.waitFor();
     expect(await synced.textContent()).toContain('40 hosts');
-    await expect.poll(() => row.locator('.last-sync').textContent(), POLL).toMatch(/^ok.*42 resources · 40 hosts · 42 changed · 0 gone/);
+    await expect.poll(() => row.locator('.last-sync').textContent(), POLL).toMatch(/^ok.*42 resources · 40 hosts · \d+ changed · 0 gone/); // the scheduled cloud.sync may have run first: then nothing changed
     const hosts = await sql<{ n: number }>`select count(*)::int as n from hosts where organisation_id = ${o} and gone_at is null`.execute(db);
     expect(hosts.rows[0]!.n).toBe(40);
     await shot(p, 'cloud-03-synced');
