@@ -88,6 +88,15 @@ describe('an AWS account synced', () => {
       select (select max(last_seen_at)::text from cloud_resources where organisation_id = ${org.organisationId}) as resources,
              (select max(updated_at)::text || max(last_seen_at)::text from hosts where organisation_id = ${org.organisationId}) as hosts`.execute(t.database.db);
     expect(after.rows[0]).toEqual(before.rows[0]);
+    // The VPC and the subnet are networks of the account's site, not scheduled (scanning them is the operator's choice).
+    const networks = await sql<{ name: string; cidr: string; site_id: string; scan_interval_minutes: number | null }>`
+      select name, cidr::text, site_id, scan_interval_minutes from networks where organisation_id = ${org.organisationId} order by cidr`.execute(t.database.db);
+    expect(networks.rows).toEqual([
+      { name: 'main-eu-west-1 (AWS VPC eu-west-1)', cidr: '10.0.0.0/8', site_id: site, scan_interval_minutes: null },
+      { name: 'app-eu-west-1 (AWS subnet eu-west-1)', cidr: '10.0.0.0/9', site_id: site, scan_interval_minutes: null },
+      { name: 'main-eu-west-1 (AWS VPC eu-west-1)', cidr: '2001:db8:1::/56', site_id: site, scan_interval_minutes: null },
+      { name: 'app-eu-west-1 (AWS subnet eu-west-1)', cidr: '2001:db8:1::/64', site_id: site, scan_interval_minutes: null },
+    ]);
     const listed = (await call(s, 'GET', CLOUD)).json().data[0];
     expect(listed.lastSync).toMatchObject({ status: 'ok', error: null, counts: { resources: 14, changed: 0 } });
   });

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
+import { parseCidr } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { logChanges } from '../events/changes.js';
+import { insertNetwork } from '../inventory/inventory.repo.js';
 import type { Facts } from '../ingest/facts.js';
 import { type CloudSource, reconcile } from '../ingest/reconcile.js';
 import { ProviderError } from '../jobs/runner.js';
@@ -152,7 +154,7 @@ async function store(db: Kysely<DB>, account: OpenedAccount, inventory: CloudInv
     if (h && !changed.includes(r)) hostIds.add(h);
   }
   for (let i = 0; i < changed.length; i += CHUNK) {
-    for (const h of await writeChunk(db, account, changed.slice(i, i + CHUNK), started)) hostIds.add(h);
+    for (const h of await writeChunk(db, account, changed.slice(i, i + CHUNK), started, (id) => !known.has(id))) hostIds.add(h);
   }
   const listedIds = new Set(listed.map((r) => r.providerId));
   const goneIds = inventory.partial?.all ? [] : [...known.values()].filter((k) => !k.gone && !listedIds.has(k.provider_id) && !unlisted(inventory, k)).map((k) => k.provider_id);
@@ -168,7 +170,7 @@ function unlisted(inventory: CloudInventory, r: { kind: string; location: string
 }
 
 /** One transaction: the chunk's hosts reconciled, its resource rows written with their hosts. Returns the host ids. */
-async function writeChunk(db: Kysely<DB>, account: OpenedAccount, rows: ResourceRow[], started: Date): Promise<string[]> {
+async function writeChunk(db: Kysely<DB>, account: OpenedAccount, rows: ResourceRow[], started: Date, isNew: (providerId: string) => boolean): Promise<string[]> {
   const org = account.organisationId;
   return db.transaction().execute(async (trx) => {
     const machines = rows.flatMap((r) => (r.machine && isHost(r.machine) ? [r.machine] : []));
@@ -181,6 +183,16 @@ async function writeChunk(db: Kysely<DB>, account: OpenedAccount, rows: Resource
       public_addresses: r.publicAddresses, labels: r.labels, data: r.data, inbound: r.inbound, ports: r.ports, content_hash: r.hash,
     }));
     await repo.upsertResources(trx, org, account.id, values);
+    // A VPC or subnet first listed becomes a network of the account's site (unscheduled: scanning it
+    // stays the operator's choice); a CIDR the organisation already has is left as it is, and one
+    // the operator deleted is not made again (only a resource new to the account creates one).
+    for (const r of rows) {
+      if ((r.kind !== 'vpc' && r.kind !== 'subnet') || !isNew(r.providerId)) continue;
+      for (const cidr of ((r.data.cidrs as string[] | undefined) ?? []).filter((c) => parseCidr(c)?.hostBitsZero)) {
+        const name = `${r.name ?? r.providerId} (AWS ${r.kind === 'vpc' ? 'VPC' : 'subnet'}${r.location ? ` ${r.location}` : ''})`.slice(0, 200);
+        await insertNetwork(trx, { organisationId: org, siteId: account.siteId, name, cidr, excludeCidrs: [], scanIntervalMinutes: null, topPortsTcp: 1000, topPortsUdp: 0, nmapEnabled: false, nmapScripts: [] });
+      }
+    }
     if (reconciled.changedHostIds.length > 0) await markTopologiesStale(trx, org, { hostIds: reconciled.changedHostIds, serviceIds: [] });
     return [...new Set(values.flatMap((v) => (v.host_id ? [v.host_id] : [])))];
   });
