@@ -99,9 +99,18 @@ describe.skipIf(!haveChromium)('internet exposure in Chromium', () => {
     expect(await findings.locator('tbody tr').nth(1).locator('.badge.exposed').count()).toBe(0);
     await shot(p, 'exposure-03-findings-1440');
 
+    // The hosts list by source: the 30 instances AWS lists (the two a daemon saw among them), and the daemon's two.
+    await nav(p, 'Hosts').click();
+    await heading(p, 'Hosts');
+    await p.getByLabel('Source').selectOption('daemon');
+    await p.waitForURL((u) => u.searchParams.get('source') === 'daemon');
+    await expect.poll(() => table(p, 'Hosts').locator('tbody tr').count(), POLL).toBe(2);
+    await p.getByLabel('Source').selectOption('cloud');
+    await expect.poll(() => table(p, 'Hosts').locator('tbody tr').count(), POLL).toBe(30);
+
     // At a phone's width the host page still reads.
     const m = await ownerPage(c, { viewport: { width: 390, height: 844 } });
-    await m.goto(p.url().replace(/\/vulnerabilities.*$/, '/services?exposed=true'));
+    await m.goto('/services?exposed=true');
     await heading(m, 'Services');
     await table(m, 'Services').locator('tbody tr').first().waitFor();
     await shot(m, 'exposure-04-services-390');

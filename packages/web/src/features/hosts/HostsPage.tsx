@@ -1,3 +1,4 @@
+import { hostSources } from '@surveyor/contract';
 import type { ColumnDef } from '@tanstack/react-table';
 import { useEffect, useId, useMemo, useState } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
@@ -69,6 +70,8 @@ export function HostsPage() {
         const s = prev.get('siteId');
         if (s) next.set('siteId', s);
         if (prev.get('gone')) next.set('gone', '1');
+        const src = prev.get('source');
+        if (src) next.set('source', src);
         return next;
       },
       { replace: true },
@@ -80,6 +83,19 @@ export function HostsPage() {
         const next = new URLSearchParams(prev);
         if (value) next.set('siteId', value);
         else next.delete('siteId');
+        return next;
+      },
+      { replace: true },
+    );
+
+  const sourceParam = params.get('source');
+  const source = (hostSources as readonly string[]).includes(sourceParam ?? '') ? (sourceParam as (typeof hostSources)[number]) : undefined;
+  const setSource = (value: string) =>
+    setParams(
+      (prev) => {
+        const next = new URLSearchParams(prev);
+        if (value) next.set('source', value);
+        else next.delete('source');
         return next;
       },
       { replace: true },
@@ -99,7 +115,7 @@ export function HostsPage() {
 
   const sites = useSites();
   // By default only the hosts present, as the overview counts them; "Show gone hosts" lists every host.
-  const hostFilters = { search, siteId, ...(showGone ? {} : { gone: 'exclude' as const }) };
+  const hostFilters = { search, siteId, ...(source ? { source } : {}), ...(showGone ? {} : { gone: 'exclude' as const }) };
   const hosts = useCollection('hosts', { limit: 100, ...hostFilters });
   const rows = useMemo(() => hosts.data?.pages.flatMap((p) => p.data) ?? [], [hosts.data]);
   const siteNames = useSiteNames([siteParam, ...rows.map((h) => h.siteId)]);
@@ -128,6 +144,14 @@ export function HostsPage() {
             {[...sites.values()].map((s) => (
               <option key={s.id} value={s.id}>{s.name}</option>
             ))}
+          </select>
+        </label>
+        <label>
+          Source
+          <select value={source ?? ''} onChange={(e) => setSource(e.target.value)}>
+            <option value="">Any</option>
+            <option value="cloud">Cloud accounts</option>
+            <option value="daemon">Daemons</option>
           </select>
         </label>
         <label className="check">
