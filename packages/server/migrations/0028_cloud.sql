@@ -26,6 +26,9 @@ CREATE TABLE cloud_accounts (
   last_sync_warnings  text[] NOT NULL DEFAULT '{}',
   -- Kubernetes: the list resourceVersion per resource kind of the last full collection.
   sync_cursor         jsonb NOT NULL DEFAULT '{}',
+  -- A sync in progress holds the account until then (a scheduled tick and a press never sync one
+  -- account at once; a process that died mid-sync frees it when the lease runs out).
+  sync_lease_until    timestamptz,
   created_at          timestamptz NOT NULL DEFAULT now(),
   updated_at          timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (organisation_id, id),

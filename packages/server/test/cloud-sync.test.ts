@@ -47,7 +47,8 @@ const hostsOf = async (org: SeededOrg) =>
   ).rows;
 
 beforeAll(async () => {
-  t = await buildTestApp();
+  // Every test signs in a fresh organisation's owner or two.
+  t = await buildTestApp({ env: { SERVICE_RATE_LIMIT_LOGIN_PER_MINUTE: '1000' } });
   aws = await startFakeAws(generateAwsState({ instances: 0 }));
 });
 afterAll(async () => {
@@ -177,6 +178,28 @@ describe('an AWS account synced', () => {
     const accounts = await sql<{ id: string; last_sync_status: string | null }>`select id, last_sync_status from cloud_accounts where id in (${id}, ${otherId}) order by id = ${id} desc`.execute(t.database.db);
     expect(accounts.rows.map((a) => a.last_sync_status)).toEqual(['failed', null]);
     expect(await hostsOf(other.org)).toEqual([]);
+  });
+});
+
+describe('one sync of an account at a time', () => {
+  it('a scheduled tick leaves an account another sync holds; a press waits for it, then syncs', async () => {
+    const { org, s, site } = await newOrg();
+    const id = await awsAccount(s, site);
+    await sql`update cloud_accounts set sync_lease_until = now() + interval '1 minute' where id = ${id}`.execute(t.database.db);
+    const runner = new JobRunner({ database: t.database, logger: createLogger('silent'), jobs: [cloudJob('aws', t.secretKey, collectors)] });
+    const tick = await runner.runNow('cloud.sync');
+    expect(tick.outcome).toBe('ok');
+    expect(tick.result?.organisations?.get(org.organisationId)?.detail).toMatchObject({ accounts: 1, busy: 1, resources: 0 });
+    expect(await hostsOf(org)).toEqual([]);
+    // The other sync ends 600 ms later: the press, waiting meanwhile, then runs.
+    const t0 = Date.now();
+    setTimeout(() => void sql`update cloud_accounts set sync_lease_until = null where id = ${id}`.execute(t.database.db), 600);
+    const press = await call(s, 'POST', `${CLOUD}/${id}/sync`);
+    expect(press.statusCode).toBe(200);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(500);
+    expect(press.json().counts).toMatchObject({ hosts: 12 });
+    const lease = await sql<{ sync_lease_until: Date | null }>`select sync_lease_until from cloud_accounts where id = ${id}`.execute(t.database.db);
+    expect(lease.rows[0]!.sync_lease_until).toBeNull();
   });
 });
 

@@ -208,3 +208,17 @@ export async function recordSync(
       sync_cursor = ${outcome.cursor ? JSON.stringify(outcome.cursor) : sql`sync_cursor`}::jsonb
     where organisation_id = ${organisationId} and id = ${id}`.execute(db);
 }
+
+/** Takes the account for a sync until `leaseMs` from now, unless another sync holds it; whether it was taken. */
+export async function claimSync(db: Kysely<DB>, organisationId: string, id: string, leaseMs: number): Promise<boolean> {
+  const r = await sql`
+    update cloud_accounts set sync_lease_until = now() + ${`${leaseMs} milliseconds`}::interval
+    where organisation_id = ${organisationId} and id = ${id} and (sync_lease_until is null or sync_lease_until < now())
+    returning id`.execute(db);
+  return r.rows.length > 0;
+}
+
+/** Frees the account for the next sync. */
+export async function releaseSync(db: Kysely<DB>, organisationId: string, id: string): Promise<void> {
+  await sql`update cloud_accounts set sync_lease_until = null where organisation_id = ${organisationId} and id = ${id}`.execute(db);
+}

@@ -3,7 +3,7 @@ import type { DB } from '../db/schema.js';
 import { everyOrganisation } from '../jobs/per-organisation.js';
 import type { JobDefinition } from '../jobs/runner.js';
 import { type CloudKind, enabledAccountIds } from './accounts.js';
-import { type Collectors, type SyncOutcome, syncAccount } from './sync.service.js';
+import { type Collectors, type SyncOutcome, syncAccount, syncIfFree } from './sync.service.js';
 
 /** The job of each kind (spec 1.1): cloud.sync every 15 minutes (AWS), cloud.k8s every 5 minutes (Kubernetes). */
 export const CLOUD_JOBS = { aws: { name: 'cloud.sync', intervalMs: 15 * 60_000 }, kubernetes: { name: 'cloud.k8s', intervalMs: 5 * 60_000 } } as const satisfies Record<CloudKind, { name: string; intervalMs: number }>;
@@ -18,16 +18,20 @@ async function syncOrganisation(db: Kysely<DB>, key: Buffer, collectors: Collect
   const ids = subject ? [subject] : await enabledAccountIds(db, organisationId, kind);
   const synced: SyncOutcome[] = [];
   const errors: unknown[] = [];
+  let busy = 0;
   for (const id of ids) {
     if (signal.aborted) break;
     try {
-      synced.push(await syncAccount(db, key, collectors, organisationId, id, { signal }));
+      // A press waits for a sync of its account in progress; a scheduled tick leaves it to that one.
+      const outcome = subject ? await syncAccount(db, key, collectors, organisationId, id, { signal }) : await syncIfFree(db, key, collectors, organisationId, id, { signal });
+      if (outcome) synced.push(outcome);
+      else busy++;
     } catch (err) {
       errors.push(err);
     }
   }
   if (errors.length > 0 && synced.length === 0) throw errors[0];
-  const detail = { accounts: ids.length, failed: errors.length, resources: synced.reduce((n, s) => n + s.counts.resources, 0), changed: synced.reduce((n, s) => n + s.counts.changed, 0), gone: synced.reduce((n, s) => n + s.counts.gone, 0) };
+  const detail = { accounts: ids.length, failed: errors.length, busy, resources: synced.reduce((n, s) => n + s.counts.resources, 0), changed: synced.reduce((n, s) => n + s.counts.changed, 0), gone: synced.reduce((n, s) => n + s.counts.gone, 0) };
   return { detail, value: synced[0] };
 }
 

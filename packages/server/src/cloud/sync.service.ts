@@ -8,7 +8,8 @@ import type { Facts } from '../ingest/facts.js';
 import { type CloudSource, reconcile } from '../ingest/reconcile.js';
 import { ProviderError } from '../jobs/runner.js';
 import { markTopologiesStale } from '../topology/dependencies.js';
-import { type OpenedAccount, openAccount, recordSync, setProviderAccount } from './accounts.js';
+import { AppError } from '../errors.js';
+import { type OpenedAccount, claimSync, openAccount, recordSync, releaseSync, setProviderAccount } from './accounts.js';
 import * as repo from './cloud.repo.js';
 import type { CloudInventory, CloudMachine, CloudNetwork } from './inventory.js';
 
@@ -106,7 +107,41 @@ export function factsOf(account: Pick<OpenedAccount, 'kind' | 'id'>, machines: C
  * retry rules (a 5xx or a timeout is retried, a 4xx is not).
  */
 export async function syncAccount(db: Kysely<DB>, key: Buffer, collectors: Collectors, organisationId: string, accountId: string, opts: { now?: Date; signal?: AbortSignal } = {}): Promise<SyncOutcome> {
-  const account = await openAccount(db, key, organisationId, accountId);
+  await openAccount(db, key, organisationId, accountId); // 404 before any wait
+  await waitForAccount(accountId, () => claimSync(db, organisationId, accountId, LEASE_MS), opts.signal);
+  try {
+    // Opened once held: the previous sync's end is the one that just finished, if one did meanwhile.
+    return await syncOpened(db, collectors, await openAccount(db, key, organisationId, accountId), opts);
+  } finally {
+    await releaseSync(db, organisationId, accountId);
+  }
+}
+
+/** Syncs the account unless another sync holds it now (a scheduled tick leaves it to that one): null then. */
+export async function syncIfFree(db: Kysely<DB>, key: Buffer, collectors: Collectors, organisationId: string, accountId: string, opts: { signal?: AbortSignal } = {}): Promise<SyncOutcome | null> {
+  if (!(await claimSync(db, organisationId, accountId, LEASE_MS))) return null;
+  try {
+    return await syncOpened(db, collectors, await openAccount(db, key, organisationId, accountId), opts);
+  } finally {
+    await releaseSync(db, organisationId, accountId);
+  }
+}
+
+/** How long a sync may hold its account: past it, a sync that died is taken over. */
+const LEASE_MS = 30 * 60_000;
+/** How long a sync asked for now waits for one in progress (as `runNow` waits for a job's lock). */
+const WAIT_MS = 120_000;
+
+async function waitForAccount(accountId: string, claim: () => Promise<boolean>, signal: AbortSignal | undefined): Promise<void> {
+  const deadline = Date.now() + WAIT_MS;
+  while (!(await claim())) {
+    if (Date.now() >= deadline || signal?.aborted) throw new AppError('conflict', `Cloud account ${accountId} is being synced by another run; try again when it has finished.`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function syncOpened(db: Kysely<DB>, collectors: Collectors, account: OpenedAccount, opts: { now?: Date; signal?: AbortSignal | undefined }): Promise<SyncOutcome> {
+  const { organisationId, id: accountId } = account;
   const started = opts.now ?? new Date();
   const t0 = performance.now();
   let inventory: CloudInventory;

@@ -643,6 +643,7 @@ export interface CloudAccountsTable {
   last_sync_counts: Json;
   last_sync_warnings: Generated<string[]>;
   sync_cursor: Json;
+  sync_lease_until: NullableTimestamp;
   created_at: Created;
   updated_at: Timestamp;
 }
