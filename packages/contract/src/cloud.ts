@@ -59,7 +59,8 @@ export const UpdateCloudAccountRequest = z
     name: Name.optional(),
     siteId: Uuid.nullable().optional(),
     enabled: z.boolean().optional(),
-    settings: z.union([AwsAccountSettings, KubernetesAccountSettings]).optional().describe('The whole settings object of the account\'s kind.'),
+    // Kubernetes first: `{}` stays `{}` (AWS's default would add `regions`); the server checks the object against the account's kind.
+    settings: z.union([KubernetesAccountSettings, AwsAccountSettings]).optional().describe('The whole settings object of the account\'s kind. Changing an AWS account\'s `endpoint` takes `credentials` given again.'),
     credentials: z.union([AwsCredentials, KubernetesCredentials]).optional().describe('New credentials of the account\'s kind; left out, the stored ones are kept.'),
   })
   .refine((b) => Object.keys(b).length > 0, 'nothing to change');

@@ -90,6 +90,15 @@ describe('cloud accounts', () => {
     const audit = await sql<{ changes: Record<string, unknown> }>`select changes from audit_log where organisation_id = ${org.organisationId} and target_id = ${id} and action = 'cloud_account.updated' order by occurred_at desc limit 1`.execute(t.database.db);
     expect(audit.rows[0]!.changes.credentials).toBe('replaced');
     expect(JSON.stringify(audit.rows)).not.toContain(SECRET);
+    // A new endpoint takes the credentials given again: the stored ones are not sent elsewhere on an admin's word alone.
+    const moved = await call(admin, 'PATCH', `${CLOUD}/${id}`, { settings: { regions: ['eu-west-1'], endpoint: 'https://ec2.attacker.example' } });
+    expectProblem(moved, 400, 'validation_failed');
+    expect(moved.json().issues[0].path).toBe('body.credentials');
+    const movedWithKey = await call(admin, 'PATCH', `${CLOUD}/${id}`, { settings: { regions: ['eu-west-1'], endpoint: 'https://ec2.vpce.example' }, credentials: { accessKeyId: 'AKIAZZZZZZZZZZZZ9876', secretAccessKey: `${SECRET}2` } });
+    expect(movedWithKey.json().settings).toEqual({ regions: ['eu-west-1'], endpoint: 'https://ec2.vpce.example' });
+    // A Kubernetes account's settings emptied stay its kind's (`{}`), not another's.
+    const cluster = (await call(admin, 'POST', CLOUD, { kind: 'kubernetes', name: 'Ctx', settings: { context: 'lab' }, credentials: { kubeconfig: KUBECONFIG } })).json().id as string;
+    expect((await call(admin, 'PATCH', `${CLOUD}/${cluster}`, { settings: {} })).json().settings).toEqual({});
     const wrong = await call(admin, 'PATCH', `${CLOUD}/${id}`, { credentials: { kubeconfig: KUBECONFIG } });
     expectProblem(wrong, 400, 'validation_failed');
     expect(wrong.json().detail).toMatch(/credentials is not valid for a aws account/);

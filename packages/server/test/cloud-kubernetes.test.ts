@@ -268,8 +268,27 @@ describe.skipIf(!haveTools('the Kubernetes collector against a fake API server',
     expect((await failure(collectKubernetes({}, {}))).message).toBe('kubernetes: no kubeconfig given');
     expect((await failure(collectKubernetes({ context: 'prod' }, { kubeconfig }))).message).toBe('kubernetes: the kubeconfig has no context "prod"');
     const exec = kubeconfig.replace(`    token: ${TOKEN}`, '    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: /bin/sh\n      args: ["-c", "id"]');
-    expect((await failure(collectKubernetes({}, { kubeconfig: exec }))).message).toMatch(/exec plugin, which Surveyor does not run/);
+    expect((await failure(collectKubernetes({}, { kubeconfig: exec }))).message).toMatch(/^kubernetes: the kubeconfig's users\[collector\]\.exec is not accepted/);
     expect(fake.requests).toEqual([]);
+  });
+
+  it('refuses a kubeconfig pointing at files of this server or a proxy: the client would read them and send them to the kubeconfig\'s server', async () => {
+    const cases: [string, string][] = [
+      [kubeconfig.replace(`    token: ${TOKEN}`, '    token-file: /var/run/secrets/kubernetes.io/serviceaccount/token'), 'users[collector].token-file'],
+      [kubeconfig.replace(`    token: ${TOKEN}`, '    client-certificate: /etc/ssl/private/server.crt\n    client-key: /etc/ssl/private/server.key'), 'users[collector].client-certificate'],
+      [kubeconfig.replace(/    certificate-authority-data: .*/, '    certificate-authority: /etc/kubernetes/pki/ca.crt'), 'clusters[fake-cluster].certificate-authority'],
+      [kubeconfig.replace(/(    server: .*)/, '$1\n    proxy-url: http://10.0.0.1:3128'), 'clusters[fake-cluster].proxy-url'],
+      [kubeconfig.replace(`    token: ${TOKEN}`, '    auth-provider:\n      name: oidc'), 'users[collector].auth-provider'],
+    ];
+    for (const [text, field] of cases) {
+      const err = await failure(collectKubernetes({}, { kubeconfig: text }));
+      expect(err.status).toBe(400);
+      expect(err.message).toContain(`the kubeconfig's ${field} is not accepted`);
+      expect(isTransient(err)).toBe(false);
+    }
+    expect(fake.requests).toEqual([]);
+    // The same checks in the test of a connection (what the console's "Test connection" calls).
+    expect((await failure(testKubernetes({}, { kubeconfig: cases[0]![0] }))).message).toContain('token-file is not accepted');
   });
 
   it('selects the context the settings name', async () => {

@@ -125,10 +125,15 @@ describe('an AWS account synced', () => {
     await call(s, 'POST', `${CLOUD}/${id}/sync`);
     const hosts = await hostsOf(org);
     const [gone0, gone1, seen] = ['host-0', 'host-1', 'host-2'].map((n) => hosts.find((h) => h.hostname === n)!);
-    // host-0 terminated (AWS still lists it a while), host-1 and host-2 no longer listed; a daemon saw host-2 after the sync.
+    // host-0 terminated (AWS still lists it a while), host-1 and host-2 no longer listed; a daemon observed host-2 (10.0.0.12).
     aws.state.instances.find((i) => i.tags.Name === 'host-0')!.state = 'terminated';
     aws.state.instances = aws.state.instances.filter((i) => i.tags.Name !== 'host-1' && i.tags.Name !== 'host-2');
-    await sql`update hosts set last_seen_at = now() + interval '5 seconds' where organisation_id = ${org.organisationId} and id = ${seen!.id}`.execute(t.database.db);
+    await t.database.db.transaction().execute((trx) =>
+      reconcile(trx, { kind: 'daemon', organisationId: org.organisationId, siteId: site, since: new Date(), daemonId: '00000000-0000-4000-8000-000000000003' }, {
+        hosts: [{ fingerprint: 'daemon-fp-12' }], addresses: [{ fingerprint: 'daemon-fp-12', address: '10.0.0.12' }],
+        ports: [], services: [], certificates: [], neighbours: [], vlans: [], routes: [], lagGroups: [],
+      }),
+    );
     const sync = await call(s, 'POST', `${CLOUD}/${id}/sync`);
     expect(sync.json().counts).toMatchObject({ resources: 11, gone: 3 });
     const after = new Map((await hostsOf(org)).map((h) => [h.id, h.gone]));
@@ -139,6 +144,28 @@ describe('an AWS account synced', () => {
     // A completed scan of 10.0.0.0/24 that saw none of them marks gone only what no account lists.
     const marked = await markHostsGone(t.database.db, org.organisationId, { cidr: '10.0.0.0/24', exclude_cidrs: [], since: new Date(Date.now() + 60_000), site_id: site });
     expect(marked).toEqual([seen!.id]);
+  });
+
+  it('keeps resources apart that share an address, and a new instance at an old one\'s address is a new host', async () => {
+    const { org, s, site } = await newOrg();
+    // Two regions' default VPCs hold the same private range: two instances at 172.31.0.10.
+    Object.assign(aws.state, generateAwsState({ instances: 2, regions: ['eu-west-1', 'us-east-1'] }));
+    for (const i of aws.state.instances) {
+      i.interfaces[0]!.privateIps = ['172.31.0.10'];
+      delete i.interfaces[0]!.publicIp;
+      i.interfaces[0]!.ipv6 = [];
+    }
+    const r = await call(s, 'POST', CLOUD, { kind: 'aws', name: 'Two regions', siteId: site, settings: { regions: ['eu-west-1', 'us-east-1'], endpoint: aws.url }, credentials: FAKE_KEY });
+    const id = r.json().id as string;
+    await call(s, 'POST', `${CLOUD}/${id}/sync`);
+    expect((await hostsOf(org)).map((h) => [h.hostname, h.addresses])).toEqual([['host-0', ['172.31.0.10']], ['host-1', ['172.31.0.10']]]);
+    // host-0 terminated, and a new instance launched at its address: a new host, host-0's stays gone with its history.
+    const old = aws.state.instances[0]!;
+    old.state = 'terminated';
+    aws.state.instances.push({ ...old, id: 'i-0000000000000beef', state: 'running', tags: { Name: 'host-new' } });
+    await call(s, 'POST', `${CLOUD}/${id}/sync`);
+    const after = await hostsOf(org);
+    expect(after.map((h) => [h.hostname, h.gone])).toEqual([['host-0', true], ['host-1', false], ['host-new', false]]);
   });
 
   it('is refused with 502 upstream_error when AWS refuses (403 not retried), says why on the account and the job, never with a credential', async () => {
@@ -293,12 +320,18 @@ describe.skipIf(!haveTools('Kubernetes syncs against a fake API server', ['opens
     // The two organisations' hosts are their own rows.
     const ids = new Set((await hostsOf(a.org)).map((h) => h.id));
     for (const h of await hostsOf(b.org)) expect(ids.has(h.id)).toBe(false);
-    // A pod deleted: the next sync marks it gone.
-    k8s.state.pods = [];
+    // A pod that finished (a Job's run) is still listed but no longer a host: its host is gone; deleted, its record is too.
+    (k8s.state.pods[0] as { status: { phase: string } }).status.phase = 'Succeeded';
     const id = (await call(a.s, 'GET', CLOUD)).json().data[0].id;
+    const finished = await call(a.s, 'POST', `${CLOUD}/${id}/sync`);
+    expect(finished.json().counts).toMatchObject({ resources: 3, hosts: 2, gone: 0 });
+    expect((await hostsOf(a.org)).find((h) => h.hostname === 'shop/web-7c5ddbdf54-x2k4q')!.gone).toBe(true);
+    k8s.state.pods = [];
     const again = await call(a.s, 'POST', `${CLOUD}/${id}/sync`);
     expect(again.json().counts).toMatchObject({ resources: 2, gone: 1 });
-    expect((await hostsOf(a.org)).find((h) => h.hostname === 'shop/web-7c5ddbdf54-x2k4q')!.gone).toBe(true);
+    // Deleting the account marks gone what only it listed.
+    expect((await call(a.s, 'DELETE', `${CLOUD}/${id}`)).statusCode).toBe(204);
+    expect((await hostsOf(a.org)).every((h) => h.gone)).toBe(true);
   });
 
   it('tests a connection: the cluster reached, or why not', async () => {

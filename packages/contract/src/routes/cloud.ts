@@ -48,7 +48,7 @@ export const cloudRoutes = {
     method: 'DELETE',
     url: '/api/v1/admin/cloud/:id',
     operationId: 'deleteCloudAccount',
-    summary: 'Remove an account and its record of the provider\'s resources; the hosts stay in the inventory',
+    summary: 'Remove an account and its record of the provider\'s resources; hosts only it listed are marked gone (a host a daemon saw, or another account lists, stays present)',
     tags: ['cloud'],
     internal: true,
     auth: admin,

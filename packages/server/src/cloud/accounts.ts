@@ -7,6 +7,8 @@ import { decryptSecret, encryptSecret } from '../crypto/secrets.js';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
 import { AppError } from '../errors.js';
+import { logChanges } from '../events/changes.js';
+import { markHostsGone } from './cloud.repo.js';
 
 // Cloud accounts (Settings → Cloud accounts): their settings, their sealed credentials, their last
 // sync. The credentials are one JSON document sealed with AES-256-GCM under SERVICE_SECRET_KEY,
@@ -16,7 +18,7 @@ export type CloudKind = 'aws' | 'kubernetes';
 export type AwsAccount = { kind: 'aws'; settings: z.output<typeof AwsAccountSettings>; credentials: z.output<typeof AwsCredentials> };
 export type KubernetesAccount = { kind: 'kubernetes'; settings: z.output<typeof KubernetesAccountSettings>; credentials: z.output<typeof KubernetesCredentials> };
 /** An account opened for a sync: its settings and credentials of its kind. */
-export type OpenedAccount = (AwsAccount | KubernetesAccount) & { id: string; organisationId: string; name: string; siteId: string | null; cursor: Record<string, string>; lastSyncEnd: Date | null };
+export type OpenedAccount = (AwsAccount | KubernetesAccount) & { id: string; organisationId: string; name: string; siteId: string | null; cursor: Record<string, string> };
 
 const schemas = {
   aws: { settings: AwsAccountSettings, credentials: AwsCredentials },
@@ -89,8 +91,6 @@ export async function openAccount(db: Kysely<DB>, key: Buffer, organisationId: s
   const s = schemas[r.kind];
   return {
     id: r.id, organisationId, name: r.name, siteId: r.site_id, kind: r.kind, cursor: r.sync_cursor,
-    // When the last sync ended (a second of slack for the clock's rounding).
-    lastSyncEnd: r.last_sync_at ? new Date(new Date(r.last_sync_at).getTime() + (r.last_sync_ms ?? 0) + 1000) : null,
     settings: s.settings.parse(r.settings), credentials: s.credentials.parse(credentials),
   } as OpenedAccount;
 }
@@ -157,6 +157,10 @@ export async function updateAccount(db: Kysely<DB>, key: Buffer, actor: OrgActor
     const s = schemas[old.kind];
     const settings = input.settings ? ofKind(s.settings as z.ZodType<Record<string, unknown>>, input.settings, 'settings', old.kind) : null;
     const credentials = input.credentials ? ofKind(s.credentials as z.ZodType<Record<string, unknown>>, input.credentials, 'credentials', old.kind) : null;
+    // The stored credentials are not sent to a new place on an admin's word alone: a new endpoint takes them given again.
+    if (settings && (settings.endpoint ?? null) !== ((old.settings.endpoint as string | undefined) ?? null) && !credentials) {
+      throw new AppError('validation_failed', 'Give the credentials again to change the endpoint they are sent to.', { issues: [{ path: 'body.credentials', message: 'required when settings.endpoint changes' }] });
+    }
     const r = await sql<AccountRow>`
       update cloud_accounts set
         name = ${input.name ?? old.name},
@@ -180,12 +184,16 @@ export async function updateAccount(db: Kysely<DB>, key: Buffer, actor: OrgActor
   });
 }
 
-/** Removes an account and its record of the provider's resources; the hosts stay (a daemon may see them, and they keep their history). */
+/** Removes an account and its record of the provider's resources; the hosts only it listed are marked gone (they keep their history). */
 export async function deleteAccount(db: Kysely<DB>, actor: OrgActor, id: string): Promise<void> {
   const organisationId = actor.organisationId;
   await db.transaction().execute(async (trx) => {
     const old = await find(trx, organisationId, id);
+    const hosts = await sql<{ host_id: string }>`select distinct host_id from cloud_resources where organisation_id = ${organisationId} and account_id = ${id} and host_id is not null`.execute(trx);
     await sql`delete from cloud_accounts where organisation_id = ${organisationId} and id = ${id}`.execute(trx);
+    // What only this account listed is gone with it (a host a daemon saw, or another account lists, stays).
+    const gone = await markHostsGone(trx, organisationId, hosts.rows.map((r) => r.host_id));
+    await logChanges(trx, organisationId, 'host', gone, 'updated');
     await recordAudit(trx, actor, { organisationId, action: 'cloud_account.deleted', targetType: 'cloud_account', targetId: id, changes: { name: old.name, kind: old.kind } });
   });
 }
@@ -209,16 +217,19 @@ export async function recordSync(
     where organisation_id = ${organisationId} and id = ${id}`.execute(db);
 }
 
-/** Takes the account for a sync until `leaseMs` from now, unless another sync holds it; whether it was taken. */
-export async function claimSync(db: Kysely<DB>, organisationId: string, id: string, leaseMs: number): Promise<boolean> {
-  const r = await sql`
-    update cloud_accounts set sync_lease_until = now() + ${`${leaseMs} milliseconds`}::interval
+/**
+ * Takes the account for a sync until `leaseMs` from now, unless another sync holds it: the lease (its
+ * end, as text) to give back to releaseSync, or null.
+ */
+export async function claimSync(db: Kysely<DB>, organisationId: string, id: string, leaseMs: number): Promise<string | null> {
+  const r = await sql<{ lease: string }>`
+    update cloud_accounts set sync_lease_until = clock_timestamp() + ${`${leaseMs} milliseconds`}::interval
     where organisation_id = ${organisationId} and id = ${id} and (sync_lease_until is null or sync_lease_until < now())
-    returning id`.execute(db);
-  return r.rows.length > 0;
+    returning sync_lease_until::text as lease`.execute(db);
+  return r.rows[0]?.lease ?? null;
 }
 
-/** Frees the account for the next sync. */
-export async function releaseSync(db: Kysely<DB>, organisationId: string, id: string): Promise<void> {
-  await sql`update cloud_accounts set sync_lease_until = null where organisation_id = ${organisationId} and id = ${id}`.execute(db);
+/** Frees the account for the next sync, if this sync's lease still holds it (one that outlived its lease frees nothing). */
+export async function releaseSync(db: Kysely<DB>, organisationId: string, id: string, lease: string): Promise<void> {
+  await sql`update cloud_accounts set sync_lease_until = null where organisation_id = ${organisationId} and id = ${id} and sync_lease_until = ${lease}::timestamptz`.execute(db);
 }

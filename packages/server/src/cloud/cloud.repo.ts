@@ -55,16 +55,18 @@ export async function markResourcesGone(db: Kysely<DB>, org: string, accountId: 
 }
 
 /**
- * Marks gone the hosts of `hostIds` no cloud account lists any more and nothing saw after `seenBy`
- * (the previous sync's end). Rows locked in id order, as the ingest path locks them. Returns their ids.
+ * Marks gone the hosts of `hostIds` no cloud account lists any more and no daemon observed (a host
+ * with a daemon's fingerprint is a completed scan's to mark gone). Rows locked in id order, as the
+ * ingest path locks them. Returns their ids.
  */
-export async function markHostsGone(db: Kysely<DB>, org: string, hostIds: string[], seenBy: Date): Promise<string[]> {
+export async function markHostsGone(db: Kysely<DB>, org: string, hostIds: string[]): Promise<string[]> {
   const r = await sql<{ id: string }>`
     update hosts h set gone_at = now(), updated_at = now()
     from (
       select g.id from hosts g
-      where g.organisation_id = ${org} and g.id = any(${hostIds}::uuid[]) and g.gone_at is null and g.last_seen_at <= ${seenBy}
+      where g.organisation_id = ${org} and g.id = any(${hostIds}::uuid[]) and g.gone_at is null
         and not exists (select 1 from cloud_resources c where c.organisation_id = ${org} and c.host_id = g.id and c.gone_at is null)
+        and not exists (select 1 from host_fingerprints f where f.organisation_id = ${org} and f.host_id = g.id and f.fingerprint !~ '^(aws|k8s):')
       order by g.id for update
     ) x
     where h.organisation_id = ${org} and h.id = x.id

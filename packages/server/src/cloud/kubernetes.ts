@@ -13,6 +13,7 @@
 // restored), the list starts again once, plainly, from the first page. The new cursor is each
 // list's own resourceVersion. A watch would give true deltas but needs a process that stays
 // connected between collections; a collection here is one job run.
+import yaml from 'js-yaml';
 import {
   ApiException,
   CoreV1Api,
@@ -156,12 +157,49 @@ function connect(settings: KubernetesSettings, credentials: KubernetesCredential
   return { core: kc.makeApiClient(CoreV1Api), networking: kc.makeApiClient(NetworkingV1Api), secrets, signal: opts.signal, timeoutMs: opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS };
 }
 
+/**
+ * What a kubeconfig given to a multi-tenant server may hold: credentials and certificates inline,
+ * never a path (`token-file`, `client-key`, `certificate-authority`: the client would read this
+ * server's files, a service account token among them, and send them to the kubeconfig's server),
+ * nor a proxy, an exec plugin or an auth provider (a program run here).
+ */
+const ALLOWED = {
+  cluster: new Set(['server', 'certificate-authority-data', 'insecure-skip-tls-verify', 'tls-server-name', 'extensions']),
+  user: new Set(['token', 'client-certificate-data', 'client-key-data', 'username', 'password', 'as', 'as-groups', 'as-user-extra', 'extensions']),
+} as const;
+
+/** The first field of a cluster or user the kubeconfig may not hold, as `users[reader].token-file`; null when none. */
+export function forbiddenKubeconfigField(doc: unknown): string | null {
+  const entries = (list: unknown, key: 'cluster' | 'user') =>
+    (Array.isArray(list) ? list : []).map((e: unknown) => ({ name: String((e as Record<string, unknown>)?.name ?? '?'), body: (e as Record<string, unknown>)?.[key] }));
+  const d = (doc ?? {}) as Record<string, unknown>;
+  for (const [list, key] of [['clusters', 'cluster'], ['users', 'user']] as const) {
+    for (const { name, body } of entries(d[list], key)) {
+      if (body === null || body === undefined) continue;
+      if (typeof body !== 'object') return `${list}[${name}]`;
+      for (const field of Object.keys(body)) if (!ALLOWED[key].has(field)) return `${list}[${name}].${field}`;
+    }
+  }
+  return null;
+}
+
 /** Reads the kubeconfig into `kc` and selects `context`; errors say what is wrong without quoting the content. */
 function loadKubeconfig(kc: KubeConfig, kubeconfig: string, context: string | undefined): void {
+  let doc: unknown;
+  try {
+    doc = yaml.load(kubeconfig);
+  } catch (err) {
+    // js-yaml's errors quote the offending lines, which may hold a token: only the line number is kept.
+    const line = (err as { mark?: { line?: number } }).mark?.line;
+    throw new ProviderError(`kubernetes: the kubeconfig cannot be read${line === undefined ? '' : ` (line ${line + 1})`}`, 400);
+  }
+  const forbidden = forbiddenKubeconfigField(doc);
+  if (forbidden) {
+    throw new ProviderError(`kubernetes: the kubeconfig's ${forbidden} is not accepted: give credentials and certificates inline (token, client-certificate-data, client-key-data, certificate-authority-data); files of this server, proxies, exec plugins and auth providers are refused`, 400);
+  }
   try {
     kc.loadFromString(kubeconfig);
   } catch (err) {
-    // js-yaml's errors quote the offending lines, which may hold a token: only the line number is kept.
     const line = (err as { mark?: { line?: number } }).mark?.line;
     throw new ProviderError(`kubernetes: the kubeconfig cannot be read${line === undefined ? '' : ` (line ${line + 1})`}`, 400);
   }

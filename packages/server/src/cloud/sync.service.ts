@@ -107,34 +107,37 @@ export function factsOf(account: Pick<OpenedAccount, 'kind' | 'id'>, machines: C
  * retry rules (a 5xx or a timeout is retried, a 4xx is not).
  */
 export async function syncAccount(db: Kysely<DB>, key: Buffer, collectors: Collectors, organisationId: string, accountId: string, opts: { now?: Date; signal?: AbortSignal } = {}): Promise<SyncOutcome> {
-  await openAccount(db, key, organisationId, accountId); // 404 before any wait
-  await waitForAccount(accountId, () => claimSync(db, organisationId, accountId, LEASE_MS), opts.signal);
+  const account = await openAccount(db, key, organisationId, accountId); // 404 before any wait
+  const lease = await waitForAccount(accountId, () => claimSync(db, organisationId, accountId, LEASE_MS), opts.signal);
   try {
-    // Opened once held: the previous sync's end is the one that just finished, if one did meanwhile.
-    return await syncOpened(db, collectors, await openAccount(db, key, organisationId, accountId), opts);
+    return await syncOpened(db, collectors, account, opts);
   } finally {
-    await releaseSync(db, organisationId, accountId);
+    await releaseSync(db, organisationId, accountId, lease);
   }
 }
 
 /** Syncs the account unless another sync holds it now (a scheduled tick leaves it to that one): null then. */
 export async function syncIfFree(db: Kysely<DB>, key: Buffer, collectors: Collectors, organisationId: string, accountId: string, opts: { signal?: AbortSignal } = {}): Promise<SyncOutcome | null> {
-  if (!(await claimSync(db, organisationId, accountId, LEASE_MS))) return null;
+  const account = await openAccount(db, key, organisationId, accountId);
+  const lease = await claimSync(db, organisationId, accountId, LEASE_MS);
+  if (!lease) return null;
   try {
-    return await syncOpened(db, collectors, await openAccount(db, key, organisationId, accountId), opts);
+    return await syncOpened(db, collectors, account, opts);
   } finally {
-    await releaseSync(db, organisationId, accountId);
+    await releaseSync(db, organisationId, accountId, lease);
   }
 }
 
-/** How long a sync may hold its account: past it, a sync that died is taken over. */
+/** How long a sync may hold its account: past it, a sync that died is taken over (a sync of 50,000 instances takes a minute or two). */
 const LEASE_MS = 30 * 60_000;
 /** How long a sync asked for now waits for one in progress (as `runNow` waits for a job's lock). */
 const WAIT_MS = 120_000;
 
-async function waitForAccount(accountId: string, claim: () => Promise<boolean>, signal: AbortSignal | undefined): Promise<void> {
+async function waitForAccount(accountId: string, claim: () => Promise<string | null>, signal: AbortSignal | undefined): Promise<string> {
   const deadline = Date.now() + WAIT_MS;
-  while (!(await claim())) {
+  for (;;) {
+    const lease = await claim();
+    if (lease) return lease;
     if (Date.now() >= deadline || signal?.aborted) throw new AppError('conflict', `Cloud account ${accountId} is being synced by another run; try again when it has finished.`);
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -152,7 +155,14 @@ async function syncOpened(db: Kysely<DB>, collectors: Collectors, account: Opene
     await recordSync(db, organisationId, accountId, { at: started, ms: Math.round(performance.now() - t0), status: 'failed', error: error.slice(0, 2000), counts: {}, warnings: [] });
     throw err;
   }
-  const counts = await store(db, account, inventory, started);
+  let counts: SyncOutcome['counts'];
+  try {
+    counts = await store(db, account, inventory, started);
+  } catch (err) {
+    // What was written stays (each chunk is whole); the account says the sync did not finish.
+    await recordSync(db, organisationId, accountId, { at: started, ms: Math.round(performance.now() - t0), status: 'failed', error: `storing what the provider listed failed: ${String((err as Error)?.message ?? err)}`.slice(0, 2000), counts: {}, warnings: inventory.warnings });
+    throw err;
+  }
   const outcome: SyncOutcome = { accountId, status: 'ok', durationMs: Math.round(performance.now() - t0), counts, warnings: inventory.warnings };
   await recordSync(db, organisationId, accountId, { at: started, ms: outcome.durationMs, status: 'ok', error: null, counts, warnings: inventory.warnings, cursor: inventory.cursor });
   return outcome;
@@ -183,17 +193,24 @@ async function store(db: Kysely<DB>, account: OpenedAccount, inventory: CloudInv
     const k = known.get(r.providerId);
     return !k || k.content_hash !== r.hash || k.gone || (r.machine !== null && isHost(r.machine) && k.host_id === null);
   });
+  const changedIds = new Set(changed.map((r) => r.providerId));
   const hostIds = new Set<string>();
   for (const r of listed) {
     const h = known.get(r.providerId)?.host_id;
-    if (h && !changed.includes(r)) hostIds.add(h);
+    if (h && !changedIds.has(r.providerId)) hostIds.add(h);
   }
+  // A resource still listed that is no longer a host (a pod that finished, a service made headless) leaves its host behind.
+  const leftBehind = new Set(changed.flatMap((r) => {
+    const h = known.get(r.providerId)?.host_id;
+    return h && !(r.machine && isHost(r.machine)) ? [h] : [];
+  }));
   for (let i = 0; i < changed.length; i += CHUNK) {
     for (const h of await writeChunk(db, account, changed.slice(i, i + CHUNK), started, (id) => !known.has(id))) hostIds.add(h);
   }
   const listedIds = new Set(listed.map((r) => r.providerId));
   const goneIds = inventory.partial?.all ? [] : [...known.values()].filter((k) => !k.gone && !listedIds.has(k.provider_id) && !unlisted(inventory, k)).map((k) => k.provider_id);
-  if (goneIds.length > 0) await markGone(db, account, goneIds);
+  for (const h of hostIds) leftBehind.delete(h);
+  if (goneIds.length > 0 || leftBehind.size > 0) await markGone(db, account, goneIds, [...leftBehind]);
   await repo.touchListedHosts(db, org, [...hostIds], TOUCH_EVERY_MS);
   return { resources: listed.length, hosts: hostIds.size, changed: changed.length, gone: goneIds.length };
 }
@@ -234,18 +251,16 @@ async function writeChunk(db: Kysely<DB>, account: OpenedAccount, rows: Resource
 }
 
 /**
- * Resources no longer listed are gone; so are their hosts, unless something else still vouches for
- * them: another account listing them, or a sighting (a daemon's) since this account's previous sync
- * ended. (A host a sync created or changed was last seen during that sync, so before its end.)
+ * Resources no longer listed are gone; so are their hosts (and `leftBehind`, hosts of resources that
+ * stopped being hosts), unless another account still lists them or a daemon observed them: a sync
+ * never removes what a daemon saw (a completed scan decides for those).
  */
-async function markGone(db: Kysely<DB>, account: OpenedAccount, providerIds: string[]): Promise<void> {
+async function markGone(db: Kysely<DB>, account: OpenedAccount, providerIds: string[], leftBehind: string[]): Promise<void> {
   const org = account.organisationId;
-  // The previous sync's own writes (its reconciliation, its touch) end by its end: a sighting after it is someone else's.
-  const previous = account.lastSyncEnd ?? new Date(0);
   await db.transaction().execute(async (trx) => {
-    const candidates = await repo.markResourcesGone(trx, org, account.id, providerIds);
+    const candidates = [...new Set([...(providerIds.length > 0 ? await repo.markResourcesGone(trx, org, account.id, providerIds) : []), ...leftBehind])];
     if (candidates.length === 0) return;
-    const ids = await repo.markHostsGone(trx, org, candidates, previous);
+    const ids = await repo.markHostsGone(trx, org, candidates);
     await logChanges(trx, org, 'host', ids, 'updated');
     if (ids.length > 0) await markTopologiesStale(trx, org, { hostIds: ids, serviceIds: [] });
   });

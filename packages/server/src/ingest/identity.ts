@@ -17,10 +17,17 @@ export function isIdentifyingMac(mac: string): boolean {
   return m !== '00:00:00:00:00:00';
 }
 
-/** Where host identity is matched: an organisation, and within it one site (null: hosts of no site). */
+/**
+ * Where host identity is matched: an organisation, and within it one site (null: hosts of no site).
+ * `kind: 'cloud'` (a cloud account's sync): each resource is its own host unless a daemon saw its
+ * address: resources sharing an address (a reused pod IP, 172.31.0.0/16 in every default VPC, a
+ * shared load balancer) are not one host, and a new instance does not take over the host of one
+ * that held its address before.
+ */
 export interface IdentityScope {
   organisationId: string;
   siteId: string | null;
+  kind?: 'daemon' | 'cloud';
 }
 
 export interface ResolvedHosts {
@@ -61,8 +68,9 @@ export async function resolveHosts(tx: Kysely<DB>, scope: IdentityScope, facts: 
   if (unknown.length === 0) return { hostOf, created };
 
   const evidence = evidenceOf(facts);
-  const groups = groupByEvidence(unknown, evidence);
-  const known = await knownHostsByEvidence(tx, scope, unknown, evidence);
+  const cloud = scope.kind === 'cloud';
+  const groups = cloud ? new Map(unknown.map((f) => [f, [f]])) : groupByEvidence(unknown, evidence);
+  const known = await knownHostsByEvidence(tx, scope, unknown, evidence, cloud);
   const { links, fresh, followers } = matchGroups(groups, evidence, known);
   await repo.linkFingerprints(tx, org, links);
   for (const h of await repo.createHosts(tx, org, scope.siteId, newHosts(fresh, groups, facts))) created.add(h.id);
@@ -125,7 +133,7 @@ function groupByEvidence(unknown: string[], { macsOf, addrsOf }: Evidence): Map<
 }
 
 /** Hosts of the scope already holding an identifying MAC or an address of the unknown fingerprints (the lowest host id wins a tie). */
-async function knownHostsByEvidence(tx: Kysely<DB>, scope: IdentityScope, unknown: string[], { macsOf, addrsOf }: Evidence) {
+async function knownHostsByEvidence(tx: Kysely<DB>, scope: IdentityScope, unknown: string[], { macsOf, addrsOf }: Evidence, daemonHostsOnly: boolean) {
   const unknownSet = new Set(unknown);
   const valuesOf = (m: Map<string, Set<string>>) => [...new Set([...m].filter(([f]) => unknownSet.has(f)).flatMap(([, v]) => [...v]))];
   const firstHost = <K extends string>(rows: ({ host_id: string } & Record<K, string>)[], key: K) => {
@@ -135,7 +143,7 @@ async function knownHostsByEvidence(tx: Kysely<DB>, scope: IdentityScope, unknow
   };
   return {
     byMac: firstHost(await repo.hostsByMac(tx, scope.organisationId, scope.siteId, valuesOf(macsOf).filter(isIdentifyingMac)), 'mac'),
-    byAddr: firstHost(await repo.hostsByAddress(tx, scope.organisationId, scope.siteId, valuesOf(addrsOf)), 'address'),
+    byAddr: firstHost(await repo.hostsByAddress(tx, scope.organisationId, scope.siteId, valuesOf(addrsOf), daemonHostsOnly), 'address'),
   };
 }
 

@@ -56,8 +56,11 @@ export async function hostsByMac(db: Db, organisationId: string, siteId: string 
   );
 }
 
-/** Hosts of the site holding one of these addresses; addresses come back canonical. */
-export async function hostsByAddress(db: Db, organisationId: string, siteId: string | null, addresses: string[]) {
+/**
+ * Hosts of the site holding one of these addresses; addresses come back canonical. `daemonHostsOnly`
+ * (a cloud sync's resources): only hosts no cloud account names (no `aws:` or `k8s:` fingerprint).
+ */
+export async function hostsByAddress(db: Db, organisationId: string, siteId: string | null, addresses: string[], daemonHostsOnly = false) {
   if (addresses.length === 0) return [];
   const found = await rows(
     sql<{ address: string; host_id: string }>`
@@ -65,7 +68,9 @@ export async function hostsByAddress(db: Db, organisationId: string, siteId: str
         select address, host_id from host_addresses where organisation_id = ${organisationId} and address = any(${addresses}::inet[])
       )
       select host(a.address) as address, a.host_id from a join hosts h on h.organisation_id = ${organisationId} and h.id = a.host_id
-      where h.site_id is not distinct from ${siteId}::uuid`,
+      where h.site_id is not distinct from ${siteId}::uuid${
+        daemonHostsOnly ? sql` and not exists (select 1 from host_fingerprints f where f.organisation_id = h.organisation_id and f.host_id = h.id and f.fingerprint ~ '^(aws|k8s):')` : sql``
+      }`,
     db,
   );
   return found.map((r) => ({ address: canonicalIp(r.address)!, host_id: r.host_id }));
@@ -430,6 +435,8 @@ export async function markAbsent(db: Db, o: string, session: { cidr: string; exc
         and h.organisation_id = s.organisation_id and h.id = s.host_id and h.site_id is not distinct from ${session.site_id}::uuid
         and s.address is not null and s.address <<= ${session.cidr}::cidr
         and not exists (select 1 from unnest(${session.exclude_cidrs}::cidr[]) e where s.address <<= e)
+        -- A Kubernetes service a cloud account still lists publishes its ports whether a scan reaches them or not.
+        and not exists (select 1 from cloud_resources c where c.organisation_id = ${o} and c.host_id = s.host_id and c.kind = 'service' and c.gone_at is null)
       returning s.id`,
     db,
   );

@@ -186,7 +186,8 @@ function whereServices<O>(q: SelectQueryBuilder<DB, 'services', O>, f: ServiceFi
   if (f.cpe) q = q.where(sql<boolean>`(lower(cpe) = ${f.cpe} or lower(cpe) like ${`${likeLiteral(f.cpe)}:%`})`);
   if (f.gone === 'exclude') q = q.where('gone_at', 'is', null);
   else if (f.gone === 'only') q = q.where('gone_at', 'is not', null);
-  if (f.exposed) q = q.where(sql<boolean>`${exposedVia} is ${f.exposed === 'true' ? sql`not null` : sql`null`}`);
+  // A semi-join from the (few) services cloud accounts expose, not a test per service of the organisation.
+  if (f.exposed) q = q.where('id', f.exposed === 'true' ? 'in' : 'not in', sql<string>`(select e.service_id from service_exposure e where e.organisation_id = services.organisation_id)`);
   return q;
 }
 
