@@ -158,9 +158,11 @@ describe.skipIf(!haveChromium)('cloud accounts in Chromium', () => {
     const confirm = p.getByRole('dialog', { name: 'Delete cloud account “Production EU”?' });
     await confirm.getByRole('button', { name: 'Delete account' }).click();
     await confirm.waitFor({ state: 'detached' });
-    await p.getByRole('status').filter({ hasText: 'Deleted “Production EU”; its hosts stay in the inventory.' }).waitFor();
+    await p.getByRole('status').filter({ hasText: 'Deleted “Production EU”; the hosts only it listed are marked gone (they keep their history).' }).waitFor();
     await empty.waitFor();
     expect(await db.selectFrom('cloud_accounts').select('id').where('organisation_id', '=', o).execute()).toEqual([]);
+    const left = await sql<{ present: number; gone: number }>`select count(*) filter (where gone_at is null)::int as present, count(*) filter (where gone_at is not null)::int as gone from hosts where organisation_id = ${o}`.execute(db);
+    expect(left.rows[0]).toEqual({ present: 0, gone: 40 });
   }, 120_000);
 
   it('tells an editor who manages cloud accounts, with no form and no refused call', async () => {

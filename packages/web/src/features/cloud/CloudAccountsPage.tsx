@@ -328,7 +328,7 @@ function CloudAccounts() {
     mutationFn: (a: CloudAccount) => deleteCloudAccount(a.id),
     onSuccess: (_, a) => {
       setDeleting(null);
-      setNotice(`Deleted “${a.name}”; its hosts stay in the inventory.`);
+      setNotice(`Deleted “${a.name}”; the hosts only it listed are marked gone (they keep their history).`);
       refresh();
     },
   });
@@ -409,7 +409,7 @@ function CloudAccounts() {
       )}
       {deleting && (
         <Dialog danger title={`Delete cloud account “${deleting.name}”?`} confirmLabel="Delete account" busy={remove.isPending} onConfirm={() => remove.mutate(deleting)} onCancel={() => { setDeleting(null); remove.reset(); }}>
-          <p>Its stored credentials and its record of the provider&apos;s resources are removed and it is no longer synced; the hosts it found stay in the inventory. This cannot be undone.</p>
+          <p>Its stored credentials and its record of the provider&apos;s resources are removed and it is no longer synced. The hosts only it listed are marked gone (they keep their history); a host a daemon saw, or another account lists, stays present. This cannot be undone.</p>
           <ErrorAlert error={remove.error} />
         </Dialog>
       )}
