@@ -36,8 +36,8 @@ CREATE TABLE cloud_accounts (
 );
 CREATE UNIQUE INDEX cloud_accounts_name_key ON cloud_accounts (organisation_id, lower(name));
 
--- What the provider lists, one row per resource (instance, node, pod, service, ingress, VPC,
--- subnet): its provenance beside the host it became (`host_id`; null for a network, or a
+-- What the provider lists, one row per resource (instance, network interface of no instance,
+-- node, pod, service, ingress, VPC, subnet): its provenance beside the host it became (`host_id`; null for a network, or a
 -- resource without an address). `data` is the provider's record as the console shows it (state,
 -- type, tags or labels, VPC, subnet, security groups, workload, …); `inbound` the security-group
 -- rules, `ports` the ports a Kubernetes service publishes (with whether the internet reaches
@@ -47,7 +47,7 @@ CREATE TABLE cloud_resources (
   organisation_id   uuid NOT NULL,
   account_id        uuid NOT NULL,
   provider_id       text NOT NULL,
-  kind              text NOT NULL CHECK (kind IN ('instance', 'node', 'pod', 'service', 'ingress', 'vpc', 'subnet')),
+  kind              text NOT NULL CHECK (kind IN ('instance', 'interface', 'node', 'pod', 'service', 'ingress', 'vpc', 'subnet')),
   host_id           uuid,
   name              text,
   state             text NOT NULL DEFAULT '',

@@ -1,8 +1,8 @@
 -- Internet exposure (issue 25), defined once: what the services list and filter, the findings
 -- triage (exposed first) and the host page read. A service present and open is exposed when a cloud
 -- account still lists its host and says the internet reaches the port:
--- - an EC2 instance with a public address whose security groups admit the port (or every port)
---   from 0.0.0.0/0 or ::/0;
+-- - an EC2 instance (or a network interface of no instance: a load balancer's) with a public
+--   address whose security groups admit the port (or every port) from 0.0.0.0/0 or ::/0;
 -- - a Kubernetes service whose port is published (LoadBalancer, NodePort) or behind an ingress.
 -- `via` says why, for people (the first reason when there are several).
 CREATE VIEW service_exposure AS
@@ -14,7 +14,7 @@ CROSS JOIN LATERAL (
          CASE WHEN r->>'protocol' = 'all' THEN 'every port' ELSE (r->>'protocol') || ' ' || (r->>'fromPort') || CASE WHEN r->>'fromPort' <> r->>'toPort' THEN '-' || (r->>'toPort') ELSE '' END END ||
          ' from ' || CASE WHEN r->'cidrs' ? '0.0.0.0/0' THEN '0.0.0.0/0' ELSE '::/0' END AS via
   FROM jsonb_array_elements(c.inbound) r
-  WHERE c.kind = 'instance' AND cardinality(c.public_addresses) > 0
+  WHERE c.kind IN ('instance', 'interface') AND cardinality(c.public_addresses) > 0
     AND (r->'cidrs' ? '0.0.0.0/0' OR r->'cidrs' ? '::/0')
     AND (r->>'protocol' = 'all' OR (r->>'protocol' = s.protocol AND s.port BETWEEN (r->>'fromPort')::int AND (r->>'toPort')::int))
   UNION ALL

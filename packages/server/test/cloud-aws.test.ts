@@ -46,6 +46,26 @@ describe('AWS collector: listing', () => {
     expect(inventory.warnings).toEqual([]);
   });
 
+  it('lists the network interfaces of no instance (a load balancer\'s) as machines of their own, an instance\'s once, with the instance', async () => {
+    const state = generateAwsState({ instances: 3 });
+    state.networkInterfaces.push({
+      id: 'eni-0lb0000000000000a', region: 'eu-west-1', vpcId: state.vpcs[0]!.id, subnetId: state.subnets[0]!.id, availabilityZone: 'eu-west-1a',
+      description: 'ELB app/shop-front/50dc6c495c0c9188', interfaceType: 'interface', requesterId: 'amazon-elb', status: 'in-use',
+      privateIps: ['10.0.200.5'], publicIp: '198.51.100.20', groups: [state.securityGroups[0]!.id], tags: {},
+    });
+    const f = await start(state);
+    const inventory = await collectAws({ regions: ['eu-west-1'] }, FAKE_KEY, { endpoint: f.url });
+    expect(inventory.machines.map((m) => m.kind).sort()).toEqual(['instance', 'instance', 'instance', 'interface']);
+    const lb = inventory.machines.find((m) => m.kind === 'interface')!;
+    expect(lb).toMatchObject({
+      providerId: 'eni-0lb0000000000000a', name: 'ELB app/shop-front/50dc6c495c0c9188', state: 'in-use', location: 'eu-west-1',
+      privateAddresses: ['10.0.200.5'], publicAddresses: ['198.51.100.20'],
+      details: { interfaceType: 'interface', requesterId: 'amazon-elb', requesterManaged: true, securityGroups: [state.securityGroups[0]!.id] },
+    });
+    expect(lb.inbound).toEqual([expect.objectContaining({ protocol: 'tcp', fromPort: 443, toPort: 443, cidrs: ['0.0.0.0/0', '::/0'] })]);
+    expect(actions(f, 'DescribeNetworkInterfaces')).toHaveLength(1);
+  });
+
   it('lists every enabled region when none is configured', async () => {
     const f = await start(generateAwsState({ instances: 6, regions: ['eu-west-1', 'us-east-1'], disabledRegions: ['ap-east-1'] }));
     const inventory = await collectAws({}, FAKE_KEY, { endpoint: f.url });

@@ -321,7 +321,7 @@ describe.skipIf(!haveTools('Kubernetes syncs against a fake API server', ['opens
     const ids = new Set((await hostsOf(a.org)).map((h) => h.id));
     for (const h of await hostsOf(b.org)) expect(ids.has(h.id)).toBe(false);
     // A pod that finished (a Job's run) is still listed but no longer a host: its host is gone; deleted, its record is too.
-    (k8s.state.pods[0] as { status: { phase: string } }).status.phase = 'Succeeded';
+    (k8s.state.pods[0] as unknown as { status: { phase: string } }).status.phase = 'Succeeded';
     const id = (await call(a.s, 'GET', CLOUD)).json().data[0].id;
     const finished = await call(a.s, 'POST', `${CLOUD}/${id}/sync`);
     expect(finished.json().counts).toMatchObject({ resources: 3, hosts: 2, gone: 0 });

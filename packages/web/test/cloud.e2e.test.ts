@@ -36,7 +36,7 @@ describe.skipIf(!haveChromium)('cloud accounts in Chromium', () => {
     const empty = p.getByText('No cloud accounts yet.');
     await empty.waitFor();
     const emptyText = await p.locator('.cloud-empty').textContent();
-    for (const needed of ['ec2:DescribeInstances', 'ec2:DescribeVpcs', 'ec2:DescribeSubnets', 'ec2:DescribeSecurityGroups', 'ec2:DescribeRegions', 'sts:AssumeRole', 'networking.k8s.io']) expect(emptyText).toContain(needed);
+    for (const needed of ['ec2:DescribeInstances', 'ec2:DescribeNetworkInterfaces', 'ec2:DescribeVpcs', 'ec2:DescribeSubnets', 'ec2:DescribeSecurityGroups', 'ec2:DescribeRegions', 'sts:AssumeRole', 'networking.k8s.io']) expect(emptyText).toContain(needed);
     await shot(p, 'cloud-01-empty');
 
     // Add: a bad access key id is refused inline by the contract's schema, nothing sent.

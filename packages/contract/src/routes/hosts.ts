@@ -57,7 +57,7 @@ export const HostDetail = z.object({
         accountId: Uuid,
         accountName: z.string(),
         provider: z.enum(['aws', 'kubernetes']),
-        kind: z.enum(['instance', 'node', 'pod', 'service', 'ingress']).describe('What the provider calls it.'),
+        kind: z.enum(['instance', 'interface', 'node', 'pod', 'service', 'ingress']).describe('What the provider calls it (`interface`: an AWS network interface of no instance, such as a load balancer\'s).'),
         providerId: z.string().describe('An EC2 instance id; a Kubernetes object\'s uid.'),
         name: z.string().nullable(),
         state: z.string().describe('As the provider says: running, stopped…; a node Ready/NotReady; a pod\'s phase; a service\'s type.'),

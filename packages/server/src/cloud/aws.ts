@@ -8,11 +8,13 @@ import {
   EC2Client,
   type Instance,
   type IpPermission,
+  type NetworkInterface,
   type SecurityGroup,
   type Subnet,
   type Tag,
   type Vpc,
   paginateDescribeInstances,
+  paginateDescribeNetworkInterfaces,
   paginateDescribeSecurityGroups,
   paginateDescribeSubnets,
   paginateDescribeVpcs,
@@ -216,6 +218,10 @@ async function collectRegion(session: Session, region: string, budget: Budget): 
       for (const subnet of page.Subnets ?? []) if (subnet.SubnetId) found.networks.push(subnetNetwork(subnet, region));
     }
     await collectInstances(ec2, region, rules, budget, found.machines, call);
+    // Interfaces of no instance: load balancers, NAT gateways, Lambdas, databases (an instance's own are read with it).
+    for await (const page of paginateDescribeNetworkInterfaces({ client: ec2, pageSize: PAGE_SIZE }, {}, call)) {
+      for (const eni of page.NetworkInterfaces ?? []) if (eni.NetworkInterfaceId && !eni.Attachment?.InstanceId) found.machines.push(interfaceMachine(eni, region, rules));
+    }
     return found;
   } finally {
     ec2.destroy();
@@ -279,6 +285,43 @@ function instanceMachine(i: Instance, region: string, rules: Map<string, Inbound
       imageId: i.ImageId ?? null,
       launchTime: i.LaunchTime?.toISOString() ?? null,
       availabilityZone: i.Placement?.AvailabilityZone ?? null,
+    },
+    inbound: groups.flatMap((g) => rules.get(g) ?? []),
+    ports: [],
+  };
+}
+
+/** A network interface of no instance (a load balancer's, a NAT gateway's, …) as a CloudMachine: its addresses, its groups' rules. */
+function interfaceMachine(eni: NetworkInterface, region: string, rules: Map<string, InboundRule[]>): CloudMachine {
+  const privateAddresses = new Set<string>();
+  const publicAddresses = new Set<string>();
+  addIp(privateAddresses, eni.PrivateIpAddress);
+  addIp(publicAddresses, eni.Association?.PublicIp);
+  for (const p of eni.PrivateIpAddresses ?? []) {
+    addIp(privateAddresses, p.PrivateIpAddress);
+    addIp(publicAddresses, p.Association?.PublicIp);
+  }
+  for (const a of eni.Ipv6Addresses ?? []) addIp(publicAddresses, a.Ipv6Address);
+  const groups = (eni.Groups ?? []).flatMap((g) => (g.GroupId ? [g.GroupId] : []));
+  return {
+    providerId: eni.NetworkInterfaceId!,
+    kind: 'interface',
+    name: nameTag(eni.TagSet) ?? (eni.Description ? eni.Description.slice(0, MAX_LABEL_VALUE) : null),
+    state: eni.Status ?? 'unknown',
+    location: region,
+    privateAddresses: [...privateAddresses],
+    publicAddresses: [...publicAddresses],
+    os: null,
+    labels: labels(eni.TagSet),
+    details: {
+      interfaceType: eni.InterfaceType ?? null,
+      description: eni.Description ?? null,
+      requesterId: eni.RequesterId ?? null,
+      requesterManaged: eni.RequesterManaged ?? null,
+      vpcId: eni.VpcId ?? null,
+      subnetId: eni.SubnetId ?? null,
+      securityGroups: groups,
+      availabilityZone: eni.AvailabilityZone ?? null,
     },
     inbound: groups.flatMap((g) => rules.get(g) ?? []),
     ports: [],

@@ -86,7 +86,7 @@ export async function touchListedHosts(db: Kysely<DB>, org: string, hostIds: str
 /** What cloud accounts list host `hostId` as (its provenance): listed ones first. */
 export async function provenanceOf(db: Kysely<DB>, org: string, hostId: string) {
   const r = await sql<{
-    account_id: string; account_name: string; provider: 'aws' | 'kubernetes'; kind: 'instance' | 'node' | 'pod' | 'service' | 'ingress'; provider_id: string; name: string | null; state: string;
+    account_id: string; account_name: string; provider: 'aws' | 'kubernetes'; kind: 'instance' | 'interface' | 'node' | 'pod' | 'service' | 'ingress'; provider_id: string; name: string | null; state: string;
     location: string | null; labels: Record<string, string>; data: Record<string, unknown>; public_addresses: string[]; inbound: unknown[]; ports: unknown[];
     first_seen_at: Date; last_seen_at: Date; gone_at: Date | null;
   }>`

@@ -27,11 +27,12 @@ export interface InboundRule {
   cidrs: string[];
 }
 
-/** A resource that holds addresses: an EC2 instance, a Kubernetes node, pod, service or ingress. */
+/** A resource that holds addresses: an EC2 instance or network interface, a Kubernetes node, pod, service or ingress. */
 export interface CloudMachine {
   /** The provider's id: an instance id (`i-0abc…`); a Kubernetes object's `metadata.uid`. */
   providerId: string;
-  kind: 'instance' | 'node' | 'pod' | 'service' | 'ingress';
+  /** `interface`: an AWS network interface (ENI) of no instance: a load balancer's, a NAT gateway's, a Lambda's, a database's. */
+  kind: 'instance' | 'interface' | 'node' | 'pod' | 'service' | 'ingress';
   /** A display name: the `Name` tag; a Kubernetes `namespace/name` (a node: its name). */
   name: string | null;
   /** The provider's state: `running`, `stopped`, `terminated`, …; a node `Ready`/`NotReady`; a pod's phase; a service's type. */

@@ -40,11 +40,11 @@ const CHUNK = 2_000;
 /** Hosts an account still lists have their last-seen time moved at most this often. */
 const TOUCH_EVERY_MS = 3_600_000;
 /** Machine kinds that are hosts (a Kubernetes ingress is a route to services, not a host). */
-const HOST_KINDS = new Set<CloudMachine['kind']>(['instance', 'node', 'pod', 'service']);
+const HOST_KINDS = new Set<CloudMachine['kind']>(['instance', 'interface', 'node', 'pod', 'service']);
 /** Provider states of a resource that no longer exists, though it is still listed a while (AWS lists a terminated instance for about an hour). */
 const ENDED = new Set(['terminated', 'shutting-down']);
 
-const DEVICE_TYPE: Record<CloudMachine['kind'], string> = { instance: 'cloud instance', node: 'kubernetes node', pod: 'kubernetes pod', service: 'kubernetes service', ingress: 'kubernetes ingress' };
+const DEVICE_TYPE: Record<CloudMachine['kind'], string> = { instance: 'cloud instance', interface: 'cloud network interface', node: 'kubernetes node', pod: 'kubernetes pod', service: 'kubernetes service', ingress: 'kubernetes ingress' };
 
 /** A resource's key among the host fingerprints: namespaced by account, so no daemon's key collides. */
 export const fingerprintOf = (account: Pick<OpenedAccount, 'kind' | 'id'>, providerId: string) => `${account.kind === 'aws' ? 'aws' : 'k8s'}:${account.id}:${providerId}`;

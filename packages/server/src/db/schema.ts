@@ -653,7 +653,7 @@ export interface CloudResourcesTable {
   organisation_id: string;
   account_id: string;
   provider_id: string;
-  kind: 'instance' | 'node' | 'pod' | 'service' | 'ingress' | 'vpc' | 'subnet';
+  kind: 'instance' | 'interface' | 'node' | 'pod' | 'service' | 'ingress' | 'vpc' | 'subnet';
   host_id: string | null;
   name: string | null;
   state: Generated<string>;

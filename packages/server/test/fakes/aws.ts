@@ -37,6 +37,23 @@ export interface FakeInstance {
   interfaces: FakeInterface[];
 }
 
+/** A network interface of no instance (a load balancer's, a NAT gateway's): DescribeNetworkInterfaces lists it. */
+export interface FakeNetworkInterface {
+  id: string;
+  region: string;
+  vpcId: string;
+  subnetId: string;
+  availabilityZone: string;
+  description: string;
+  interfaceType: string;
+  requesterId?: string;
+  status: string;
+  privateIps: string[];
+  publicIp?: string;
+  groups: string[];
+  tags: Record<string, string>;
+}
+
 export interface FakeVpc {
   id: string;
   region: string;
@@ -101,6 +118,8 @@ export interface FakeAwsState {
   role?: FakeRole;
   regions: { name: string; enabled: boolean }[];
   instances: FakeInstance[];
+  /** Interfaces of no instance (each instance's own are listed with it, and by DescribeNetworkInterfaces too, attached). */
+  networkInterfaces: FakeNetworkInterface[];
   vpcs: FakeVpc[];
   subnets: FakeSubnet[];
   securityGroups: FakeSecurityGroup[];
@@ -287,6 +306,10 @@ function ec2(ctx: Context, request: FakeRequest, session: Session): string | nul
       return page('DescribeVpcsResponse', 'vpcSet', inRegion(state.vpcs), params, state.pageLimit, vpcXml);
     case 'DescribeSubnets':
       return page('DescribeSubnetsResponse', 'subnetSet', inRegion(state.subnets), params, state.pageLimit, subnetXml);
+    case 'DescribeNetworkInterfaces':
+      return page('DescribeNetworkInterfacesResponse', 'networkInterfaceSet', [...inRegion(state.instances).flatMap((i) => i.interfaces.map((n) => ({ i, n }))), ...inRegion(state.networkInterfaces)], params, state.pageLimit, (x) =>
+        'n' in x ? interfaceXml(state, x.i, x.n, true) : detachedInterfaceXml(state, x),
+      );
     case 'DescribeSecurityGroups':
       return page('DescribeSecurityGroupsResponse', 'securityGroupInfo', inRegion(state.securityGroups), params, state.pageLimit, (g) => groupXml(state, g));
     default:
@@ -344,19 +367,46 @@ function reservationXml(state: FakeAwsState, i: FakeInstance): string {
   return item(el('reservationId', `r-${i.id.slice(2)}`) + el('ownerId', state.account) + el('groupSet', '') + el('instancesSet', item(instance)));
 }
 
-function interfaceXml(state: FakeAwsState, i: FakeInstance, n: FakeInterface): string {
-  const association = (ip: string) => el('association', el('publicIp', ip) + el('publicDnsName', '') + el('ipOwnerId', 'amazon'));
-  const privates = n.privateIps.map((ip, k) => item(el('privateIpAddress', ip) + el('primary', String(k === 0)) + (k === 0 && n.publicIp ? association(n.publicIp) : '')));
+const association = (ip: string) => el('association', el('publicIp', ip) + el('publicDnsName', '') + el('ipOwnerId', 'amazon'));
+const privateSet = (ips: string[], publicIp: string | undefined) =>
+  el('privateIpAddressesSet', ips.map((ip, k) => item(el('privateIpAddress', ip) + el('primary', String(k === 0)) + (k === 0 && publicIp ? association(publicIp) : ''))).join(''));
+
+/** An instance's interface: inside the instance (DescribeInstances), or on its own with its attachment (`listed`: DescribeNetworkInterfaces). */
+function interfaceXml(state: FakeAwsState, i: FakeInstance, n: FakeInterface, listed = false): string {
   return item(
     el('networkInterfaceId', n.id) +
       el('subnetId', i.subnetId) +
       el('vpcId', i.vpcId) +
+      (listed ? el('availabilityZone', i.availabilityZone) + el('interfaceType', 'interface') + el('requesterManaged', 'false') : '') +
       el('ownerId', state.account) +
       el('status', 'in-use') +
       el('privateIpAddress', n.privateIps[0] ?? '') +
       (n.publicIp ? association(n.publicIp) : '') +
-      el('privateIpAddressesSet', privates.join('')) +
+      (listed ? el('attachment', el('attachmentId', `eni-attach-${n.id.slice(4)}`) + el('instanceId', i.id) + el('deviceIndex', '0') + el('status', 'attached')) : '') +
+      privateSet(n.privateIps, n.publicIp) +
       el('ipv6AddressesSet', n.ipv6.map((a) => item(el('ipv6Address', a))).join('')),
+  );
+}
+
+/** An interface of no instance, as DescribeNetworkInterfaces lists it (no attachment, or one to an AWS service). */
+function detachedInterfaceXml(state: FakeAwsState, n: FakeNetworkInterface): string {
+  return item(
+    el('networkInterfaceId', n.id) +
+      el('subnetId', n.subnetId) +
+      el('vpcId', n.vpcId) +
+      el('availabilityZone', n.availabilityZone) +
+      el('description', n.description) +
+      el('ownerId', state.account) +
+      (n.requesterId ? el('requesterId', n.requesterId) : '') +
+      el('requesterManaged', String(!!n.requesterId)) +
+      el('status', n.status) +
+      el('interfaceType', n.interfaceType) +
+      el('privateIpAddress', n.privateIps[0] ?? '') +
+      (n.publicIp ? association(n.publicIp) : '') +
+      el('groupSet', n.groups.map((g) => item(el('groupId', g) + el('groupName', g))).join('')) +
+      tagSet(n.tags) +
+      privateSet(n.privateIps, n.publicIp) +
+      el('ipv6AddressesSet', ''),
   );
 }
 
@@ -438,6 +488,7 @@ export function generateAwsState(opts: { instances: number; regions?: string[]; 
     keys: { [FAKE_KEY.accessKeyId]: FAKE_KEY.secretAccessKey },
     regions: [...regions.map((name) => ({ name, enabled: true })), ...(opts.disabledRegions ?? []).map((name) => ({ name, enabled: false }))],
     instances: [],
+    networkInterfaces: [],
     vpcs: [],
     subnets: [],
     securityGroups: [],

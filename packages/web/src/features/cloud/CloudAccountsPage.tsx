@@ -27,7 +27,7 @@ const addLabels: Record<Kind, string> = { aws: 'Add AWS account', kubernetes: 'A
 /** What each kind may read, said where an account is added and when there is none yet. */
 const AWS_ACCESS = (
   <>
-    An IAM user&apos;s access key, or a role the key may assume, allowed <code>ec2:DescribeInstances</code>, <code>ec2:DescribeVpcs</code>, <code>ec2:DescribeSubnets</code>, <code>ec2:DescribeSecurityGroups</code> and{' '}
+    An IAM user&apos;s access key, or a role the key may assume, allowed <code>ec2:DescribeInstances</code>, <code>ec2:DescribeNetworkInterfaces</code>, <code>ec2:DescribeVpcs</code>, <code>ec2:DescribeSubnets</code>, <code>ec2:DescribeSecurityGroups</code> and{' '}
     <code>ec2:DescribeRegions</code> (read-only), and <code>sts:AssumeRole</code> on the role when one is used.
   </>
 );

@@ -8,7 +8,7 @@ type Resource = HostDetail['cloud'][number];
 type Rule = Resource['inbound'][number];
 
 const PROVIDERS: Record<Resource['provider'], string> = { aws: 'AWS', kubernetes: 'Kubernetes' };
-const KINDS: Record<Resource['kind'], string> = { instance: 'EC2 instance', node: 'node', pod: 'pod', service: 'service', ingress: 'ingress' };
+const KINDS: Record<Resource['kind'], string> = { instance: 'EC2 instance', interface: 'network interface', node: 'node', pod: 'pod', service: 'service', ingress: 'ingress' };
 const ANYWHERE = new Set(['0.0.0.0/0', '::/0']);
 
 /** A rule's ports as people write them: every port, one port, or a range. */
