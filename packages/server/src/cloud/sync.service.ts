@@ -147,9 +147,10 @@ async function store(db: Kysely<DB>, account: OpenedAccount, inventory: CloudInv
     return !k || k.content_hash !== r.hash || k.gone || (r.machine !== null && isHost(r.machine) && k.host_id === null);
   });
   const hostIds = new Set<string>();
+  const changedIds = new Set(changed.map((r) => r.providerId)); // not changed.includes(r): quadratic when most resources changed
   for (const r of listed) {
     const h = known.get(r.providerId)?.host_id;
-    if (h && !changed.includes(r)) hostIds.add(h);
+    if (h && !changedIds.has(r.providerId)) hostIds.add(h);
   }
   for (let i = 0; i < changed.length; i += CHUNK) {
     for (const h of await writeChunk(db, account, changed.slice(i, i + CHUNK), started)) hostIds.add(h);
