@@ -195,7 +195,6 @@ async function store(db: Kysely<DB>, account: OpenedAccount, inventory: CloudInv
   });
   const changedIds = new Set(changed.map((r) => r.providerId));
   const hostIds = new Set<string>();
-  const changedIds = new Set(changed.map((r) => r.providerId)); // not changed.includes(r): quadratic when most resources changed
   for (const r of listed) {
     const h = known.get(r.providerId)?.host_id;
     if (h && !changedIds.has(r.providerId)) hostIds.add(h);
