@@ -29,6 +29,10 @@ export const AwsAccountSettings = z.strictObject({
 /** Kubernetes settings. */
 export const KubernetesAccountSettings = z.strictObject({
   context: Text.min(1).max(253).optional().describe('The kubeconfig context to use; absent: its current context.'),
+  inCluster: z
+    .boolean()
+    .optional()
+    .describe('Read the cluster this service runs in with its own service account, without a kubeconfig: only where the deployment allows it (SERVICE_CLOUD_IN_CLUSTER=allow), else 400.'),
 });
 
 /** AWS credentials: an access key of an IAM user (or one allowed to assume `roleArn`). Stored sealed; never returned. */
@@ -51,7 +55,9 @@ const Common = {
 
 export const CreateCloudAccountRequest = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('aws'), ...Common, settings: AwsAccountSettings.default({ regions: [] }), credentials: AwsCredentials }),
-  z.strictObject({ kind: z.literal('kubernetes'), ...Common, settings: KubernetesAccountSettings.default({}), credentials: KubernetesCredentials }),
+  // A kubeconfig, or `settings.inCluster` without one (checked by the server: a refinement here would
+  // keep the console from deriving its edit form from this branch).
+  z.strictObject({ kind: z.literal('kubernetes'), ...Common, settings: KubernetesAccountSettings.default({}), credentials: KubernetesCredentials.optional().describe('Required, unless `settings.inCluster` (then absent).') }),
 ]);
 
 export const UpdateCloudAccountRequest = z

@@ -47,6 +47,10 @@ export const ConfigSchema = z
       .enum(['allow', 'deny'])
       .default('allow')
       .describe('deny: alert destinations (webhook, Slack, SMTP) that resolve to loopback, private or link-local addresses are refused, so an organisation\'s admin cannot reach the network the service runs in. Set it where organisations do not trust each other.'),
+    SERVICE_CLOUD_IN_CLUSTER: z
+      .enum(['allow', 'deny'])
+      .default('deny')
+      .describe('allow: a Kubernetes cloud account may read the cluster this service runs in with the service\'s own service account (in-cluster), without a kubeconfig. For a deployment of one organisation (or organisations that trust each other): any organisation\'s admin could then read that cluster.'),
     SERVICE_NOTIFY_TIMEOUT_SECONDS: int(1, 120).default(10).describe('How long one alert delivery (webhook, Slack, SMTP) may take before the attempt counts as failed.'),
     SERVICE_CORS_ORIGINS: z
       .string()
@@ -113,6 +117,7 @@ export const ConfigSchema = z
     advisoryUpload: e.SERVICE_ADVISORY_UPLOAD === 'allow',
     consoleDir: e.SERVICE_CONSOLE_DIR,
     notify: { timeoutMs: e.SERVICE_NOTIFY_TIMEOUT_SECONDS * 1000, allowPrivate: e.SERVICE_NOTIFY_PRIVATE_TARGETS === 'allow' },
+    cloud: { allowInCluster: e.SERVICE_CLOUD_IN_CLUSTER === 'allow' },
   }));
 
 export type Config = z.output<typeof ConfigSchema>;

@@ -124,6 +124,35 @@ describe('cloud accounts', () => {
     expect(count.rows[0]!.n).toBe(1);
   });
 
+  it('takes a Kubernetes account without a kubeconfig only in-cluster, and in-cluster only where the deployment allows it', async () => {
+    const none = await call(admin, 'POST', CLOUD, { kind: 'kubernetes', name: 'No config' });
+    expectProblem(none, 400, 'validation_failed');
+    expect(none.json().issues).toEqual([{ path: 'body.credentials', message: 'a kubeconfig, or settings.inCluster where the deployment allows it' }]);
+    const both = await call(admin, 'POST', CLOUD, { kind: 'kubernetes', name: 'Both', settings: { inCluster: true }, credentials: { kubeconfig: KUBECONFIG } });
+    expect(both.json().issues).toEqual([{ path: 'body.credentials', message: 'an in-cluster account takes no kubeconfig' }]);
+    const refused = await call(admin, 'POST', CLOUD, { kind: 'kubernetes', name: 'Here', settings: { inCluster: true } });
+    expectProblem(refused, 400, 'validation_failed');
+    expect(refused.json().issues[0].path).toBe('body.settings.inCluster');
+    expect(refused.json().detail).toContain('SERVICE_CLOUD_IN_CLUSTER=allow');
+
+    // A deployment that allows it: the account is made; outside a cluster its sync says so (not retried as a network failure).
+    const single = await buildTestApp({ env: { SERVICE_CLOUD_IN_CLUSTER: 'allow' } });
+    try {
+      const o = await seedOrg(single.database);
+      const s = await login(single.app, o.ownerEmail);
+      const req = (method: HTTPMethods, url: string, payload?: unknown) =>
+        single.app.inject({ method, url, headers: { cookie: s.cookie, 'x-csrf-token': s.csrfToken }, ...(payload !== undefined ? { payload: payload as Record<string, unknown> } : {}) });
+      const made = await req('POST', CLOUD, { kind: 'kubernetes', name: 'This cluster', settings: { inCluster: true } });
+      expect(made.statusCode).toBe(201);
+      expect(made.json()).toMatchObject({ credentialHint: 'in-cluster service account', settings: { inCluster: true } });
+      const sync = await req('POST', `${CLOUD}/${made.json().id}/sync`);
+      expectProblem(sync, 502, 'upstream_error');
+      expect(sync.json().detail).toMatch(/not running in a Kubernetes cluster \(KUBERNETES_SERVICE_HOST is not set\)/);
+    } finally {
+      await single.close();
+    }
+  });
+
   it('is the session organisation\'s only: another organisation\'s account is 404 to every verb', async () => {
     const id = (await call(admin, 'POST', CLOUD, awsAccount('Mine'))).json().id as string;
     expect((await call(other, 'GET', CLOUD)).json().data).toEqual([]);

@@ -16,13 +16,14 @@ import { markHostsGone } from './cloud.repo.js';
 
 export type CloudKind = 'aws' | 'kubernetes';
 export type AwsAccount = { kind: 'aws'; settings: z.output<typeof AwsAccountSettings>; credentials: z.output<typeof AwsCredentials> };
-export type KubernetesAccount = { kind: 'kubernetes'; settings: z.output<typeof KubernetesAccountSettings>; credentials: z.output<typeof KubernetesCredentials> };
+export type KubernetesAccount = { kind: 'kubernetes'; settings: z.output<typeof KubernetesAccountSettings>; credentials: Partial<z.output<typeof KubernetesCredentials>> };
 /** An account opened for a sync: its settings and credentials of its kind. */
 export type OpenedAccount = (AwsAccount | KubernetesAccount) & { id: string; organisationId: string; name: string; siteId: string | null; cursor: Record<string, string> };
 
 const schemas = {
   aws: { settings: AwsAccountSettings, credentials: AwsCredentials },
-  kubernetes: { settings: KubernetesAccountSettings, credentials: KubernetesCredentials },
+  // In-cluster accounts hold no kubeconfig.
+  kubernetes: { settings: KubernetesAccountSettings, credentials: KubernetesCredentials.partial() },
 } as const;
 
 export interface AccountRow {
@@ -66,6 +67,7 @@ const context = (organisationId: string, id: string) => `cloud_account:${organis
 /** What identifies credentials without revealing them: an access key id's last four characters; a kubeconfig's server host. */
 export function hintOf(kind: CloudKind, credentials: Record<string, unknown>): string {
   if (kind === 'aws') return `access key …${String(credentials.accessKeyId).slice(-4)}`;
+  if (credentials.kubeconfig === undefined) return 'in-cluster service account';
   const server = kubeconfigServer(String(credentials.kubeconfig));
   if (!server) return 'kubeconfig';
   try {
@@ -122,14 +124,33 @@ type OrgActor = Actor & { organisationId: string };
 /** What an audit row says of an account: never its credentials. */
 const audited = (a: { name: string; kind: string; siteId: string | null; enabled: boolean; settings: Record<string, unknown> }) => ({ name: a.name, kind: a.kind, siteId: a.siteId, enabled: a.enabled, settings: a.settings });
 
-export async function createAccount(db: Kysely<DB>, key: Buffer, actor: OrgActor, input: z.output<typeof CreateCloudAccountRequest>) {
+/** A Kubernetes account has a kubeconfig, or is in-cluster without one: else 400 naming the field. */
+function requireKubeconfig(input: z.output<typeof CreateCloudAccountRequest>): void {
+  if (input.kind !== 'kubernetes' || !!input.credentials !== !!input.settings.inCluster) return;
+  const message = input.credentials ? 'an in-cluster account takes no kubeconfig' : 'a kubeconfig, or settings.inCluster where the deployment allows it';
+  throw new AppError('validation_failed', `credentials: ${message}.`, { issues: [{ path: 'body.credentials', message }] });
+}
+
+/** An in-cluster Kubernetes account where the deployment does not allow one: 400 naming the setting. */
+function refuseInCluster(settings: Record<string, unknown>, allowInCluster: boolean): void {
+  if (settings.inCluster && !allowInCluster) {
+    throw new AppError('validation_failed', 'This deployment does not let accounts read the cluster it runs in with its own service account (SERVICE_CLOUD_IN_CLUSTER=allow); give a kubeconfig.', {
+      issues: [{ path: 'body.settings.inCluster', message: 'not allowed in this deployment' }],
+    });
+  }
+}
+
+export async function createAccount(db: Kysely<DB>, key: Buffer, actor: OrgActor, input: z.output<typeof CreateCloudAccountRequest>, opts: { allowInCluster?: boolean } = {}) {
   const organisationId = actor.organisationId;
+  requireKubeconfig(input);
+  refuseInCluster(input.settings, opts.allowInCluster ?? false);
+  const credentials = input.credentials ?? {};
   const id = randomUUID();
   return db.transaction().execute(async (trx) => {
     const r = await sql<AccountRow>`
       insert into cloud_accounts (organisation_id, id, kind, name, site_id, enabled, settings, credentials_sealed, credential_hint)
       values (${organisationId}, ${id}, ${input.kind}, ${input.name}, ${input.siteId}, ${input.enabled}, ${JSON.stringify(input.settings)}::jsonb,
-              ${encryptSecret(key, JSON.stringify(input.credentials), context(organisationId, id))}, ${hintOf(input.kind, input.credentials)})
+              ${encryptSecret(key, JSON.stringify(credentials), context(organisationId, id))}, ${hintOf(input.kind, credentials)})
       returning ${columns}`
       .execute(trx)
       .catch(refused);
@@ -150,13 +171,14 @@ function ofKind<T>(schema: z.ZodType<T>, value: unknown, field: string, kind: Cl
   return parsed.data;
 }
 
-export async function updateAccount(db: Kysely<DB>, key: Buffer, actor: OrgActor, id: string, input: z.output<typeof UpdateCloudAccountRequest>) {
+export async function updateAccount(db: Kysely<DB>, key: Buffer, actor: OrgActor, id: string, input: z.output<typeof UpdateCloudAccountRequest>, opts: { allowInCluster?: boolean } = {}) {
   const organisationId = actor.organisationId;
   return db.transaction().execute(async (trx) => {
     const old = await find(trx, organisationId, id);
     const s = schemas[old.kind];
     const settings = input.settings ? ofKind(s.settings as z.ZodType<Record<string, unknown>>, input.settings, 'settings', old.kind) : null;
-    const credentials = input.credentials ? ofKind(s.credentials as z.ZodType<Record<string, unknown>>, input.credentials, 'credentials', old.kind) : null;
+    if (settings) refuseInCluster(settings, opts.allowInCluster ?? false);
+    const credentials = input.credentials ? ofKind((old.kind === 'aws' ? AwsCredentials : KubernetesCredentials) as z.ZodType<Record<string, unknown>>, input.credentials, 'credentials', old.kind) : null;
     // The stored credentials are not sent to a new place on an admin's word alone: a new endpoint takes them given again.
     if (settings && (settings.endpoint ?? null) !== ((old.settings.endpoint as string | undefined) ?? null) && !credentials) {
       throw new AppError('validation_failed', 'Give the credentials again to change the endpoint they are sent to.', { issues: [{ path: 'body.credentials', message: 'required when settings.endpoint changes' }] });

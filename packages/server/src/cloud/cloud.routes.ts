@@ -10,13 +10,14 @@ import { CLOUD_JOBS } from './cloud.jobs.js';
 import { type Collectors, type SyncOutcome, testAccount } from './sync.service.js';
 
 /** Settings → Cloud accounts (admin session), and `POST /api/v1/admin/cloud/{id}/sync` through the job runner. */
-export function registerCloudRoutes(app: FastifyInstance, deps: Pick<WebDeps, 'db' | 'secretKey' | 'jobs'> & { collectors: Collectors }): void {
+export function registerCloudRoutes(app: FastifyInstance, deps: Pick<WebDeps, 'db' | 'secretKey' | 'jobs' | 'config'> & { collectors: Collectors }): void {
   const { db, secretKey, jobs, collectors } = deps;
+  const opts = { allowInCluster: deps.config.cloud.allowInCluster };
   const org = (request: Parameters<typeof sessionPrincipal>[0]) => sessionPrincipal(request).organisationId;
 
   addRoute(app, routes.listCloudAccounts, async (request) => ({ data: await listAccounts(db, org(request)) }));
-  addRoute(app, routes.createCloudAccount, async (request, reply) => reply.code(201).send(await createAccount(db, secretKey, keyActor(request), request.body)));
-  addRoute(app, routes.updateCloudAccount, async (request) => updateAccount(db, secretKey, keyActor(request), request.params.id, request.body));
+  addRoute(app, routes.createCloudAccount, async (request, reply) => reply.code(201).send(await createAccount(db, secretKey, keyActor(request), request.body, opts)));
+  addRoute(app, routes.updateCloudAccount, async (request) => updateAccount(db, secretKey, keyActor(request), request.params.id, request.body, opts));
   addRoute(app, routes.deleteCloudAccount, async (request, reply) => {
     await deleteAccount(db, keyActor(request), request.params.id);
     return reply.code(204).send();

@@ -143,6 +143,8 @@ export async function testKubernetes(settings: KubernetesSettings, credentials: 
 function connect(settings: KubernetesSettings, credentials: KubernetesCredentials, opts: Omit<KubernetesCollectOptions, 'cursor'>): Cluster {
   const kc = new KubeConfig();
   if (settings.inCluster) {
+    // Outside a pod the client would aim at https://undefined:undefined and fail as if the network did (a transient error, retried).
+    if (!process.env.KUBERNETES_SERVICE_HOST) throw new ProviderError('kubernetes: this service is not running in a Kubernetes cluster (KUBERNETES_SERVICE_HOST is not set), so an in-cluster account cannot be read here', 400);
     kc.loadFromCluster();
   } else {
     if (!credentials.kubeconfig) throw new ProviderError('kubernetes: no kubeconfig given', 400);

@@ -81,7 +81,8 @@ function toBody(kind: Kind, editing: boolean, f: AccountForm) {
 // The contract's own schemas as the resolver: one branch of the create request per kind; an edit is
 // that branch without its kind, credentials optional (UpdateCloudAccountRequest takes the same body).
 const [awsCreate, k8sCreate] = CreateCloudAccountRequest.options;
-const createSchemas = { aws: awsCreate, kubernetes: k8sCreate };
+// The console asks for a kubeconfig (an in-cluster account, where a deployment allows it, is made through the API).
+const createSchemas = { aws: awsCreate, kubernetes: k8sCreate.extend({ credentials: KubernetesCredentials }) };
 const editSchemas = {
   aws: awsCreate.omit({ kind: true }).extend({ credentials: AwsCredentials.optional() }),
   kubernetes: k8sCreate.omit({ kind: true }).extend({ credentials: KubernetesCredentials.optional() }),
