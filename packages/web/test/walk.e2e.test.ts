@@ -33,6 +33,7 @@ const SCREENS: { path: string; title: string; name: string }[] = [
   { path: '/settings/members', title: 'Members', name: 'members' },
   { path: '/settings/jobs', title: 'Jobs', name: 'jobs' },
   { path: '/settings/notifications', title: 'Notifications', name: 'notifications' },
+  { path: '/settings/cloud', title: 'Cloud accounts', name: 'cloud' },
   { path: '/settings/activity', title: 'Activity', name: 'activity' },
 ];
 
