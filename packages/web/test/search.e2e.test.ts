@@ -68,7 +68,8 @@ describe.skipIf(!haveChromium)('services filters and the search box in Chromium'
     await expect.poll(() => new URL(p.url()).search, POLL).toBe('?product=Apache+httpd&version=2.4.49');
     expect(await p.getByLabel('Product').inputValue()).toBe('Apache httpd');
     expect(await p.getByLabel('Version').inputValue()).toBe('2.4.49');
-    const versions = await p.getByRole('table', { name: 'Services' }).locator('tbody tr td:nth-child(7)').allTextContents();
+    // Host, Address, Port, State, Internet, Name, Product, Version.
+    const versions = await p.getByRole('table', { name: 'Services' }).locator('tbody tr td:nth-child(8)').allTextContents();
     expect(versions.length).toBe(APACHE_49);
     expect(new Set(versions)).toEqual(new Set(['2.4.49']));
     await shot(p, 'search-01-services-apache-2.4.49');

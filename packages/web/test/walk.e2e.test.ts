@@ -131,7 +131,7 @@ describe.skipIf(!haveChromium)('the console at the size of a real site', () => {
     expect(download.suggestedFilename()).toMatch(/^vulnerabilities-\d{4}-\d{2}-\d{2}\.csv$/);
     const text = readFileSync((await download.path())!, 'utf8').replace(/^\uFEFF/, '');
     const lines = text.trimEnd().split('\r\n');
-    expect(lines[0]).toBe('CVE,Severity,Score,Host,Address,Port,Service,State,First seen');
+    expect(lines[0]).toBe('CVE,Severity,Score,Host,Address,Port,Service,Internet,State,First seen');
     expect(lines).toHaveLength(1 + HOSTS);
     expect(new Set(lines.slice(1).map((l) => l.split(',')[4])).size).toBe(HOSTS);
     expect(pages.filter((l) => l === '200')).toHaveLength(2);
