@@ -7,6 +7,7 @@ import {
   DescribeRegionsCommand,
   EC2Client,
   type Instance,
+  type InstanceNetworkInterface,
   type IpPermission,
   type NetworkInterface,
   type SecurityGroup,
@@ -22,7 +23,7 @@ import {
 import { AssumeRoleCommand, GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { canonicalIp } from '@surveyor/contract';
 import { ProviderError } from '../jobs/runner.js';
-import type { CloudInventory, CloudMachine, CloudNetwork, InboundRule } from './inventory.js';
+import { type CloudInventory, type CloudMachine, type CloudNetwork, type InboundRule, MAX_LABEL_VALUE, boundedLabels } from './inventory.js';
 
 /** What an AWS account's sync is configured with (no secrets). */
 export interface AwsSettings {
@@ -68,8 +69,6 @@ const CONNECT_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 60_000;
 const HOME_REGION = 'us-east-1';
 const SESSION_NAME = 'surveyor-sync';
-const MAX_LABELS = 50;
-const MAX_LABEL_VALUE = 256;
 const MAX_MESSAGE = 500;
 
 /** Credentials and connection settings shared by every client of one collection. */
@@ -257,15 +256,7 @@ function instanceMachine(i: Instance, region: string, rules: Map<string, Inbound
   addIp(privateAddresses, i.PrivateIpAddress);
   addIp(publicAddresses, i.PublicIpAddress);
   addIp(publicAddresses, i.Ipv6Address);
-  for (const eni of i.NetworkInterfaces ?? []) {
-    addIp(privateAddresses, eni.PrivateIpAddress);
-    addIp(publicAddresses, eni.Association?.PublicIp);
-    for (const p of eni.PrivateIpAddresses ?? []) {
-      addIp(privateAddresses, p.PrivateIpAddress);
-      addIp(publicAddresses, p.Association?.PublicIp);
-    }
-    for (const a of eni.Ipv6Addresses ?? []) addIp(publicAddresses, a.Ipv6Address);
-  }
+  for (const eni of i.NetworkInterfaces ?? []) addInterfaceAddresses(eni, privateAddresses, publicAddresses);
   const groups = (i.SecurityGroups ?? []).flatMap((g) => (g.GroupId ? [g.GroupId] : []));
   return {
     providerId: i.InstanceId!,
@@ -295,13 +286,7 @@ function instanceMachine(i: Instance, region: string, rules: Map<string, Inbound
 function interfaceMachine(eni: NetworkInterface, region: string, rules: Map<string, InboundRule[]>): CloudMachine {
   const privateAddresses = new Set<string>();
   const publicAddresses = new Set<string>();
-  addIp(privateAddresses, eni.PrivateIpAddress);
-  addIp(publicAddresses, eni.Association?.PublicIp);
-  for (const p of eni.PrivateIpAddresses ?? []) {
-    addIp(privateAddresses, p.PrivateIpAddress);
-    addIp(publicAddresses, p.Association?.PublicIp);
-  }
-  for (const a of eni.Ipv6Addresses ?? []) addIp(publicAddresses, a.Ipv6Address);
+  addInterfaceAddresses(eni, privateAddresses, publicAddresses);
   const groups = (eni.Groups ?? []).flatMap((g) => (g.GroupId ? [g.GroupId] : []));
   return {
     providerId: eni.NetworkInterfaceId!,
@@ -373,6 +358,21 @@ function subnetNetwork(subnet: Subnet, region: string): CloudNetwork {
   };
 }
 
+/** An interface's addresses (an instance's, or one of its own): private ones, and the public IPv4 associated and the IPv6 (AWS's are globally routable). */
+function addInterfaceAddresses(
+  eni: Pick<NetworkInterface, 'PrivateIpAddress' | 'Association' | 'PrivateIpAddresses' | 'Ipv6Addresses'> | Pick<InstanceNetworkInterface, 'PrivateIpAddress' | 'Association' | 'PrivateIpAddresses' | 'Ipv6Addresses'>,
+  privateAddresses: Set<string>,
+  publicAddresses: Set<string>,
+): void {
+  addIp(privateAddresses, eni.PrivateIpAddress);
+  addIp(publicAddresses, eni.Association?.PublicIp);
+  for (const p of eni.PrivateIpAddresses ?? []) {
+    addIp(privateAddresses, p.PrivateIpAddress);
+    addIp(publicAddresses, p.Association?.PublicIp);
+  }
+  for (const a of eni.Ipv6Addresses ?? []) addIp(publicAddresses, a.Ipv6Address);
+}
+
 function addIp(into: Set<string>, ip: string | undefined): void {
   const canonical = ip ? canonicalIp(ip) : null;
   if (canonical) into.add(canonical);
@@ -394,10 +394,9 @@ function nameTag(tags: Tag[] | undefined): string | null {
   return value ? value.slice(0, MAX_LABEL_VALUE) : null;
 }
 
-/** Tags as labels: at most 50 (by key), values cut at 256 characters. */
+/** Tags as labels, bounded as every provider's are. */
 function labels(tags: Tag[] | undefined): Record<string, string> {
-  const keyed = (tags ?? []).filter((t): t is Tag & { Key: string } => !!t.Key).sort((a, b) => (a.Key < b.Key ? -1 : a.Key > b.Key ? 1 : 0));
-  return Object.fromEntries(keyed.slice(0, MAX_LABELS).map((t) => [t.Key, (t.Value ?? '').slice(0, MAX_LABEL_VALUE)]));
+  return boundedLabels(Object.fromEntries((tags ?? []).flatMap((t) => (t.Key ? [[t.Key, t.Value ?? '']] : []))));
 }
 
 // ---- errors ---------------------------------------------------------------------------------

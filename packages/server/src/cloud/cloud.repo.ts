@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import { CLOUD_FINGERPRINT } from '../ingest/facts.js';
 import type { DB } from '../db/schema.js';
 
 // The SQL of a cloud sync: the account's record of the provider's resources, and the hosts it vouches for.
@@ -66,7 +67,7 @@ export async function markHostsGone(db: Kysely<DB>, org: string, hostIds: string
       select g.id from hosts g
       where g.organisation_id = ${org} and g.id = any(${hostIds}::uuid[]) and g.gone_at is null
         and not exists (select 1 from cloud_resources c where c.organisation_id = ${org} and c.host_id = g.id and c.gone_at is null)
-        and not exists (select 1 from host_fingerprints f where f.organisation_id = ${org} and f.host_id = g.id and f.fingerprint !~ '^(aws|k8s):')
+        and not exists (select 1 from host_fingerprints f where f.organisation_id = ${org} and f.host_id = g.id and f.fingerprint !~ ${CLOUD_FINGERPRINT})
       order by g.id for update
     ) x
     where h.organisation_id = ${org} and h.id = x.id

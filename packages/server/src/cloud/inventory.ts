@@ -81,3 +81,14 @@ export interface CloudInventory {
   /** Kubernetes: the list `resourceVersion` of each resource kind, for the next collection's increments. */
   cursor?: Record<string, string> | undefined;
 }
+
+/** The most labels (tags) a resource keeps, and the length a value is cut at: a provider's record stays bounded. */
+export const MAX_LABELS = 50;
+export const MAX_LABEL_VALUE = 256;
+
+/** At most MAX_LABELS labels (by key order), each value cut at MAX_LABEL_VALUE characters. */
+export function boundedLabels(labels: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of Object.keys(labels ?? {}).sort().slice(0, MAX_LABELS)) out[key] = labels![key]!.slice(0, MAX_LABEL_VALUE);
+  return out;
+}

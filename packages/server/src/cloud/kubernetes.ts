@@ -33,7 +33,7 @@ import {
 } from '@kubernetes/client-node';
 import { isIP } from 'node:net';
 import { ProviderError } from '../jobs/runner.js';
-import type { CloudInventory, CloudMachine, CloudPort } from './inventory.js';
+import { type CloudInventory, type CloudMachine, type CloudPort, boundedLabels } from './inventory.js';
 
 /** Which cluster to read: a context of the kubeconfig, or the service account Surveyor runs under. */
 export interface KubernetesSettings {
@@ -63,8 +63,6 @@ export interface KubernetesCollectOptions {
 const DEFAULT_PAGE_SIZE = 500;
 const MAX_PAGE_SIZE = 5_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
-const MAX_LABELS = 50;
-const MAX_LABEL_VALUE = 256;
 const MAX_MESSAGE = 300;
 
 /** The resource kinds a collection lists, as the API names them (and as the cursor keys them). */
@@ -500,12 +498,6 @@ function identity(metadata: V1ObjectMeta | undefined, kind: CloudMachine['kind']
   };
 }
 
-/** At most MAX_LABELS labels (by key order), each value cut at MAX_LABEL_VALUE characters. */
-function boundedLabels(labels: Record<string, string> | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const key of Object.keys(labels ?? {}).sort().slice(0, MAX_LABELS)) out[key] = labels![key]!.slice(0, MAX_LABEL_VALUE);
-  return out;
-}
 
 /** The valid addresses among `addresses`, canonical (IPv6 lower-case, compressed), without repeats. */
 function canonicalAll(addresses: (string | undefined)[]): string[] {

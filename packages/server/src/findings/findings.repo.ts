@@ -36,10 +36,12 @@ function where(organisationId: string, f: FindingFilters) {
   return sql.join(parts, sql` and `);
 }
 
-const from = sql`vulnerabilities v
+/** The findings with their host and service; with their exposure (`x.via`) when the list shows it or the filters ask for it. */
+const fromFor = (exposed: boolean) => sql`vulnerabilities v
   join hosts h on h.organisation_id = v.organisation_id and h.id = v.host_id
   join services s on s.organisation_id = v.organisation_id and s.id = v.service_id
-  ${exposure}`;
+  ${exposed ? exposure : sql``}`;
+const filtersExposure = (f: FindingFilters) => f.exposed !== undefined;
 
 export interface FindingRow {
   id: string; cve_id: string; advisory_id: string | null; summary: string | null; severity: string; score: string | null; state: string; note: string | null;
@@ -57,10 +59,10 @@ export async function listFindings(db: Kysely<DB>, organisationId: string, f: Fi
            h.id as host_id, coalesce(h.hostname, h.fqdn) as host_name,
            (select host(a.address) from host_addresses a where a.organisation_id = v.organisation_id and a.host_id = v.host_id order by a.address limit 1) as host_address,
            s.id as service_id, s.protocol, s.port, s.name as service_name, s.vendor, s.product, s.version, x.via as exposed_via
-    from ${from} where ${w}
+    from ${fromFor(true)} where ${w}
     order by x.via is null, ${rank(sql`v.severity`)} desc, v.score desc nulls last, v.cve_id, coalesce(h.hostname, h.fqdn) collate "C", s.port, v.id
     offset ${offset} limit ${take}`.execute(db);
-  const total = await sql<{ n: number }>`select count(*)::int as n from ${from} where ${w}`.execute(db);
+  const total = await sql<{ n: number }>`select count(*)::int as n from ${fromFor(filtersExposure(f))} where ${w}`.execute(db);
   return { rows: rows.rows, total: total.rows[0]!.n };
 }
 
@@ -77,11 +79,11 @@ export async function listAdvisoryFindings(db: Kysely<DB>, organisationId: strin
            count(*)::int as findings, count(distinct v.service_id)::int as services, count(distinct v.host_id)::int as hosts,
            count(*) filter (where v.state = 'open')::int as open, count(*) filter (where v.state = 'acknowledged')::int as acknowledged,
            count(*) filter (where v.state = 'resolved')::int as resolved, count(*) filter (where v.state = 'false_positive')::int as false_positive
-    from ${from} where ${w}
+    from ${fromFor(filtersExposure(f))} where ${w}
     group by v.cve_id
     order by max(${rank(sql`v.severity`)}) desc, max(v.score) desc nulls last, v.cve_id
     offset ${offset} limit ${take}`.execute(db);
-  const total = await sql<{ n: number }>`select count(distinct v.cve_id)::int as n from ${from} where ${w}`.execute(db);
+  const total = await sql<{ n: number }>`select count(distinct v.cve_id)::int as n from ${fromFor(filtersExposure(f))} where ${w}`.execute(db);
   return {
     rows: grouped.rows.map(({ open, acknowledged, resolved, false_positive, ...r }) => ({ ...r, states: { open, acknowledged, resolved, false_positive } })),
     total: total.rows[0]!.n,

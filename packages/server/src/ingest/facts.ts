@@ -4,6 +4,9 @@
 // stable key for the host, bound to a host of the organisation on first sight (host_fingerprints;
 // unique per organisation, so a source other than the daemons must namespace its keys).
 
+/** The fingerprints a cloud account's sync binds (`aws:<account>:<id>`, `k8s:<account>:<uid>`), as a PostgreSQL regular expression: every other fingerprint is a daemon's. */
+export const CLOUD_FINGERPRINT = '^(aws|k8s):';
+
 export interface InterfaceFact {
   name: string;
   mac?: string | undefined;

@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import { CLOUD_FINGERPRINT } from './facts.js';
 import { type EventData, canonicalIp } from '@surveyor/contract';
 import type { DB } from '../db/schema.js';
 import { changeSelect } from '../events/changes.js';
@@ -69,7 +70,7 @@ export async function hostsByAddress(db: Db, organisationId: string, siteId: str
       )
       select host(a.address) as address, a.host_id from a join hosts h on h.organisation_id = ${organisationId} and h.id = a.host_id
       where h.site_id is not distinct from ${siteId}::uuid${
-        daemonHostsOnly ? sql` and not exists (select 1 from host_fingerprints f where f.organisation_id = h.organisation_id and f.host_id = h.id and f.fingerprint ~ '^(aws|k8s):')` : sql``
+        daemonHostsOnly ? sql` and not exists (select 1 from host_fingerprints f where f.organisation_id = h.organisation_id and f.host_id = h.id and f.fingerprint ~ ${CLOUD_FINGERPRINT})` : sql``
       }`,
     db,
   );

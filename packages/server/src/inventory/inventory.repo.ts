@@ -1,4 +1,5 @@
 import type { hostSources } from '@surveyor/contract';
+import { CLOUD_FINGERPRINT } from '../ingest/facts.js';
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { likeLiteral, rfc3339 } from '../db/sql.js';
@@ -71,7 +72,7 @@ function sourceMatch(source: HostSource, h: string) {
   const host = sql.ref(h);
   return source === 'cloud'
     ? sql<boolean>`exists (select 1 from cloud_resources c where c.organisation_id = ${host}.organisation_id and c.host_id = ${host}.id and c.gone_at is null)`
-    : sql<boolean>`exists (select 1 from host_fingerprints f where f.organisation_id = ${host}.organisation_id and f.host_id = ${host}.id and f.fingerprint !~ '^(aws|k8s):')`;
+    : sql<boolean>`exists (select 1 from host_fingerprints f where f.organisation_id = ${host}.organisation_id and f.host_id = ${host}.id and f.fingerprint !~ ${CLOUD_FINGERPRINT})`;
 }
 
 /** The LIKE pattern of a prefix: its wildcards escaped. */

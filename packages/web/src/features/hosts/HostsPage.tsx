@@ -77,41 +77,25 @@ export function HostsPage() {
       { replace: true },
     );
   }, [search, setParams]);
-  const setSite = (value: string) =>
+  /** One filter of the URL set (or removed when empty), the others kept. */
+  const setParam = (name: string, value: string) =>
     setParams(
       (prev) => {
         const next = new URLSearchParams(prev);
-        if (value) next.set('siteId', value);
-        else next.delete('siteId');
+        if (value) next.set(name, value);
+        else next.delete(name);
         return next;
       },
       { replace: true },
     );
+  const setSite = (value: string) => setParam('siteId', value);
 
   const sourceParam = params.get('source');
   const source = (hostSources as readonly string[]).includes(sourceParam ?? '') ? (sourceParam as (typeof hostSources)[number]) : undefined;
-  const setSource = (value: string) =>
-    setParams(
-      (prev) => {
-        const next = new URLSearchParams(prev);
-        if (value) next.set('source', value);
-        else next.delete('source');
-        return next;
-      },
-      { replace: true },
-    );
+  const setSource = (value: string) => setParam('source', value);
 
   const showGone = params.get('gone') === '1';
-  const setShowGone = (value: boolean) =>
-    setParams(
-      (prev) => {
-        const next = new URLSearchParams(prev);
-        if (value) next.set('gone', '1');
-        else next.delete('gone');
-        return next;
-      },
-      { replace: true },
-    );
+  const setShowGone = (value: boolean) => setParam('gone', value ? '1' : '');
 
   const sites = useSites();
   // By default only the hosts present, as the overview counts them; "Show gone hosts" lists every host.
