@@ -93,6 +93,8 @@ export const Member = z.object({
   mustChangePassword: z.boolean().describe('True until the member replaces the one-time password at sign-in.'),
   createdAt: Timestamp.describe('When the user became a member of this organisation.'),
   lastSignInAt: Timestamp.nullable().describe('When the member last signed in to this organisation (recorded at sign-in; signing out or a session expiring does not erase it); null when never.'),
+  active: z.boolean().describe('False while the identity provider has the member deactivated (SCIM active: false): no session, no working key.'),
+  managedBy: z.enum(['scim']).nullable().describe('`scim` when the identity provider manages the member: with a group-to-role mapping, the role comes from its groups.'),
 });
 export type Member = z.infer<typeof Member>;
 

@@ -92,6 +92,36 @@ export const eventKindInfo = {
     description: 'A scheduled job failed after a run that did not (once per failure episode), for the job as a whole or for one organisation.',
     data: z.looseObject({ job: z.string(), scope: z.enum(['job', 'organisation']), attempts: z.number().int(), error: z.string().nullable() }),
   },
+  'member.created': {
+    subject: 'user',
+    severity: 'info',
+    description: 'The identity provider (SCIM) provisioned a member, or took over an existing one.',
+    data: z.looseObject({ email: z.string(), role: z.string(), via: z.literal('scim') }),
+  },
+  'member.updated': {
+    subject: 'user',
+    severity: 'info',
+    description: 'The identity provider changed a member: attributes, groups, or the role its groups give.',
+    data: z.looseObject({ email: z.string(), role: z.string(), previousRole: z.string().optional(), groups: z.array(z.string()).optional(), via: z.literal('scim') }),
+  },
+  'member.deactivated': {
+    subject: 'user',
+    severity: 'warning',
+    description: 'The identity provider deactivated a member (active: false): their sessions ended and their keys stopped working.',
+    data: z.looseObject({ email: z.string(), sessionsEnded: z.number().int(), via: z.literal('scim') }),
+  },
+  'member.reactivated': {
+    subject: 'user',
+    severity: 'info',
+    description: 'The identity provider reactivated a member: their keys work again, with the role their groups give now.',
+    data: z.looseObject({ email: z.string(), role: z.string(), via: z.literal('scim') }),
+  },
+  'member.deleted': {
+    subject: 'user',
+    severity: 'warning',
+    description: 'The identity provider deleted a member: the membership, its sessions and its keys are gone.',
+    data: z.looseObject({ email: z.string(), sessionsEnded: z.number().int(), keysRemoved: z.number().int(), via: z.literal('scim') }),
+  },
   'host.discovered': {
     subject: 'host',
     severity: 'info',

@@ -14,7 +14,9 @@ export type RouteAuth =
   /** `Authorization: Bearer <daemon key>`; `daemonId` requires `X-Daemon-ID` (every daemon call but register). */
   | { kind: 'daemon'; daemonId: boolean }
   /** The browser session cookie; `minRole` for admin surfaces. State-changing methods need `X-CSRF-Token`. */
-  | { kind: 'session'; minRole?: Role };
+  | { kind: 'session'; minRole?: Role }
+  /** `Authorization: Bearer <SCIM token>`: a key of kind scim holding `scim:manage`, its owner still admin or owner (the SCIM surface). */
+  | { kind: 'scim' };
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 

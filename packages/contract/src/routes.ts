@@ -21,6 +21,7 @@ import { networkRoutes } from './routes/networks.js';
 import { overviewRoutes } from './routes/overview.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { scanRoutes } from './routes/scans.js';
+import { scimRoutes } from './routes/scim.js';
 import { siteRoutes } from './routes/sites.js';
 import { snapshotRoutes } from './routes/snapshots.js';
 import { topologyRoutes } from './routes/topology.js';
@@ -57,6 +58,7 @@ export {
   notificationRoutes,
   overviewRoutes,
   scanRoutes,
+  scimRoutes,
   siteRoutes,
   snapshotRoutes,
   topologyRoutes,
@@ -97,6 +99,7 @@ export const routes = {
   ...serviceCountRoutes,
   ...searchRoutes,
   ...cloudRoutes,
+  ...scimRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteName = keyof typeof routes;

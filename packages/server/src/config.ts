@@ -32,6 +32,7 @@ export const ConfigSchema = z
       .describe('Key encrypting stored secrets (AES-256-GCM). Required with DATABASE_URL; on PGlite generated into SERVICE_DATA_DIR/secret.key when absent.'),
     SERVICE_RATE_LIMIT_KEY_PER_MINUTE: int(1, 1_000_000).default(1200).describe('Requests a minute per API key.'),
     SERVICE_RATE_LIMIT_DAEMON_PER_MINUTE: int(1, 1_000_000).default(600).describe('Requests a minute per daemon key.'),
+    SERVICE_RATE_LIMIT_SCIM_PER_MINUTE: int(1, 1_000_000).default(600).describe('Requests a minute per SCIM token (the identity provider\'s pushes).'),
     SERVICE_RATE_LIMIT_ANON_PER_MINUTE: int(1, 1_000_000).default(300).describe('Requests a minute per client address without a valid credential.'),
     SERVICE_RATE_LIMIT_LOGIN_PER_MINUTE: int(1, 10_000).default(10).describe('Login attempts a minute per client address.'),
     SERVICE_SESSION_TTL_HOURS: int(1, 24 * 30).default(12).describe('Lifetime of a browser session.'),
@@ -95,6 +96,7 @@ export const ConfigSchema = z
     rateLimits: {
       keyPerMinute: e.SERVICE_RATE_LIMIT_KEY_PER_MINUTE,
       daemonPerMinute: e.SERVICE_RATE_LIMIT_DAEMON_PER_MINUTE,
+      scimPerMinute: e.SERVICE_RATE_LIMIT_SCIM_PER_MINUTE,
       anonPerMinute: e.SERVICE_RATE_LIMIT_ANON_PER_MINUTE,
       loginPerMinute: e.SERVICE_RATE_LIMIT_LOGIN_PER_MINUTE,
     },

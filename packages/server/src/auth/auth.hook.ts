@@ -75,7 +75,8 @@ export function registerAuthHook(app: FastifyInstance, deps: { database: Databas
     const wanted = auth.kind === 'daemon' ? 'daemon' : 'apiKey';
     if (!principal || principal.kind !== wanted) {
       anon(request);
-      throw new AppError('unauthorized', token === null ? `This endpoint needs Authorization: Bearer <${auth.kind === 'daemon' ? 'daemon key' : 'API key'}>.` : 'The credential is unknown, revoked or expired, or is not valid for this endpoint.');
+      const wantedName = auth.kind === 'daemon' ? 'daemon key' : auth.kind === 'scim' ? 'SCIM token' : 'API key';
+      throw new AppError('unauthorized', token === null ? `This endpoint needs Authorization: Bearer <${wantedName}>.` : 'The credential is unknown, revoked or expired, or is not valid for this endpoint.');
     }
     if (principal.kind === 'daemon') {
       limit(request, `daemon:${principal.keyId}`, config.rateLimits.daemonPerMinute);
@@ -83,6 +84,15 @@ export function registerAuthHook(app: FastifyInstance, deps: { database: Databas
       if (auth.kind === 'daemon' && auth.daemonId) {
         if (typeof daemonId !== 'string' || !isUuid(daemonId)) throw new AppError('unauthorized', 'This daemon endpoint needs the X-Daemon-ID header returned by register.');
         principal.daemonId = daemonId.toLowerCase();
+      }
+    } else if (auth.kind === 'scim') {
+      // The SCIM surface answers its own error shape (scim/errors.ts) for these refusals.
+      limit(request, `scim:${principal.keyId}`, config.rateLimits.scimPerMinute);
+      if (principal.keyKind !== 'scim') throw new AppError('unauthorized', 'This endpoint needs a SCIM token (Settings → SCIM); API keys do not open it.');
+      if (!keyGrants(principal, 'scim:manage')) {
+        throw new AppError('forbidden', principal.keyScopes.includes('scim:manage')
+          ? `The token's owner has role ${principal.role}, which no longer allows scim:manage.`
+          : 'The token does not hold the scope scim:manage.', { requiredScope: 'scim:manage' });
       }
     } else {
       limit(request, `key:${principal.keyId}`, config.rateLimits.keyPerMinute);

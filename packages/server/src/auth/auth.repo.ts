@@ -13,6 +13,8 @@ export interface KeyRow {
   last_used_at: Date | null;
   role: string | null;
   disabled_at: Date | null;
+  /** The membership is deactivated (SCIM active: false): the key works again on reactivation. */
+  deactivated_at: Date | null;
 }
 
 /**
@@ -22,8 +24,8 @@ export interface KeyRow {
  */
 export async function findKeyByHash(database: Database, tokenHash: string): Promise<KeyRow | undefined> {
   const rows = await database.prepared<KeyRow & Record<string, unknown>>(
-    'surveyor_key_by_hash_v1',
-    `select k.id, k.organisation_id, k.kind, k.scopes, k.user_id, k.expires_at, k.revoked_at, k.last_used_at, m.role, u.disabled_at
+    'surveyor_key_by_hash_v2',
+    `select k.id, k.organisation_id, k.kind, k.scopes, k.user_id, k.expires_at, k.revoked_at, k.last_used_at, m.role, u.disabled_at, m.deactivated_at
        from keys k
        left join memberships m on m.organisation_id = k.organisation_id and m.user_id = k.user_id
        left join users u on u.id = k.user_id
@@ -38,7 +40,7 @@ export async function touchKey(db: Kysely<DB>, id: string): Promise<void> {
   await db.updateTable('keys').set({ last_used_at: sql`now()` }).where('id', '=', id).execute();
 }
 
-/** A live session with its user and current role; undefined when expired, unknown or the membership is gone. */
+/** A live session with its user and current role; undefined when expired, unknown, or the membership is gone or deactivated. */
 export function findLiveSession(db: Kysely<DB>, tokenHash: string) {
   return db
     .selectFrom('sessions as s')
@@ -49,6 +51,7 @@ export function findLiveSession(db: Kysely<DB>, tokenHash: string) {
     .where('s.token_hash', '=', tokenHash)
     .where('s.expires_at', '>', sql<Date>`now()`)
     .where('u.disabled_at', 'is', null)
+    .where('m.deactivated_at', 'is', null)
     .executeTakeFirst();
 }
 
@@ -100,13 +103,14 @@ export function findUserById(db: Kysely<DB>, id: string) {
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** The user's memberships, oldest first. */
+/** The user's active memberships (a deactivated one cannot be signed in to), oldest first. */
 export function listMemberships(db: Kysely<DB>, userId: string) {
   return db
     .selectFrom('memberships as m')
     .innerJoin('organisations as o', 'o.id', 'm.organisation_id')
     .select(['m.organisation_id', 'o.name as organisation_name', 'm.role'])
     .where('m.user_id', '=', userId)
+    .where('m.deactivated_at', 'is', null)
     .orderBy('m.created_at')
     .orderBy('m.organisation_id')
     .execute();

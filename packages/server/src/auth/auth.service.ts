@@ -14,14 +14,14 @@ type KeyPrincipal = Extract<Principal, { kind: 'apiKey' | 'daemon' }>;
 
 /**
  * Resolves a bearer token to its key. Returns null for an unknown, revoked or expired key, a key
- * whose owner left the organisation or was disabled. Never throws for a bad token.
+ * whose owner left the organisation, was disabled, or is deactivated in it (SCIM). Never throws for a bad token.
  */
 export async function authenticateBearer(database: Database, token: string): Promise<KeyPrincipal | null> {
   if (!/^sv[kdms]_[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
   const db = database.db;
   const row = await repo.findKeyByHash(database, hashToken(token));
   if (!row || row.revoked_at || (row.expires_at && row.expires_at.getTime() <= Date.now())) return null;
-  if (row.kind !== 'daemon' && (!row.role || row.disabled_at || !row.user_id)) return null;
+  if (row.kind !== 'daemon' && (!row.role || row.disabled_at || row.deactivated_at || !row.user_id)) return null;
   // At most one write a minute per key: a busy key costs no write per request.
   if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) await repo.touchKey(db, row.id);
   if (row.kind === 'daemon') return { kind: 'daemon', organisationId: row.organisation_id, keyId: row.id, daemonId: null };
@@ -33,6 +33,7 @@ export async function authenticateBearer(database: Database, token: string): Pro
     userId: row.user_id,
     role: row.role as Role,
     keyScopes: row.scopes as Scope[],
+    keyKind: row.kind,
   };
 }
 

@@ -28,6 +28,41 @@ export interface MembershipsTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   last_sign_in_at: NullableTimestamp;
+  deactivated_at: NullableTimestamp;
+}
+
+export interface ScimUsersTable {
+  organisation_id: string;
+  user_id: string;
+  user_name: string;
+  external_id: string | null;
+  resource: ColumnType<Record<string, unknown>, string, string>;
+  version: Generated<number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ScimGroupsTable {
+  organisation_id: string;
+  id: Generated<string>;
+  display_name: string;
+  external_id: string | null;
+  version: Generated<number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ScimGroupMembersTable {
+  organisation_id: string;
+  group_id: string;
+  user_id: string;
+}
+
+export interface ScimRoleMappingsTable {
+  organisation_id: string;
+  group_key: string;
+  role: string;
+  created_at: Timestamp;
 }
 
 export type KeyKind = 'api' | 'daemon' | 'metrics' | 'scim';
@@ -718,6 +753,10 @@ export interface DB {
   organisations: OrganisationsTable;
   users: UsersTable;
   memberships: MembershipsTable;
+  scim_users: ScimUsersTable;
+  scim_groups: ScimGroupsTable;
+  scim_group_members: ScimGroupMembersTable;
+  scim_role_mappings: ScimRoleMappingsTable;
   keys: KeysTable;
   sessions: SessionsTable;
   audit_log: AuditLogTable;

@@ -10,19 +10,24 @@ export interface MemberRow {
   must_change_password: boolean;
   created_at: Date;
   last_sign_in_at: Date | null;
+  deactivated_at: Date | null;
+  scim_managed: boolean;
 }
 
 function members(db: Db, organisationId: string) {
   return db
     .selectFrom('memberships as m')
     .innerJoin('users as u', 'u.id', 'm.user_id')
-    .select([
+    .leftJoin('scim_users as su', (j) => j.onRef('su.organisation_id', '=', 'm.organisation_id').onRef('su.user_id', '=', 'm.user_id'))
+    .select((eb) => [
       'm.user_id',
       'u.email',
       'm.role',
       'u.must_change_password',
       'm.created_at',
       'm.last_sign_in_at',
+      'm.deactivated_at',
+      eb('su.user_id', 'is not', null).as('scim_managed'),
     ])
     .where('m.organisation_id', '=', organisationId);
 }

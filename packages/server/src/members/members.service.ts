@@ -28,6 +28,8 @@ function toMember(r: repo.MemberRow): Member {
     mustChangePassword: r.must_change_password,
     createdAt: new Date(r.created_at).toISOString(),
     lastSignInAt: r.last_sign_in_at ? new Date(r.last_sign_in_at).toISOString() : null,
+    active: r.deactivated_at === null,
+    managedBy: r.scim_managed ? 'scim' : null,
   };
 }
 
