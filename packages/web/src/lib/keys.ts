@@ -32,3 +32,7 @@ export const jobKeys = { all: ['jobs'] as const };
 export const scanKeys = { all: ['scans'] as const, network: (networkId: string, limit: number) => ['scans', 'network', networkId, limit] as const };
 /** The header's search box (`GET /api/v1/search`): one entry per term. */
 export const searchKeys = { all: ['search'] as const, term: (q: string) => ['search', q] as const };
+/** The organisation's members (Settings → Members), whose roles the SCIM mapping also moves. */
+export const memberKeys = { all: ['members'] as const };
+/** API keys (Settings → API keys), SCIM tokens among them (Settings → SCIM). */
+export const apiKeyKeys = { all: ['keys'] as const };

@@ -1,16 +1,14 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import type { ColumnDef } from '@tanstack/react-table';
 import { CreateApiKeyRequest, type Scope, scopesForRole } from '@surveyor/contract';
 import { useId, useMemo, useState } from 'react';
 import { Controller } from 'react-hook-form';
 import { createApiKey, revokeApiKey, settingsKeys, useApiKeys } from './api';
 import { CopyField } from '../../components/Copy';
 import { DataTable } from '../../components/DataTable';
-import { Dialog } from '../../components/Dialog';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { Field, errorAt, optionalNumber, useContractForm } from '../../components/form';
 import { useRevealPanel } from '../../components/focus';
-import { ago, dateTime } from '../../lib/format';
+import { RevokeKeyDialog, keyColumns, keyRowClass } from '../../components/keys';
 import { useMe } from '../../lib/queries';
 import type { ApiKeyCreated, ApiKeyInfo } from '../../lib/types';
 import { usePageTitle } from '../../lib/usePageTitle';
@@ -62,31 +60,7 @@ export function KeysPage() {
     },
   });
 
-  const columns = useMemo<ColumnDef<ApiKeyInfo>[]>(
-    () => [
-      { header: 'Name', accessorKey: 'name' },
-      { header: 'Prefix', accessorKey: 'tokenPrefix', cell: ({ row }) => <span className="mono">{row.original.tokenPrefix}…</span> },
-      { header: 'Kind', accessorKey: 'kind' },
-      { header: 'Scopes', accessorKey: 'scopes', cell: ({ row }) => row.original.scopes.join(', ') },
-      { header: 'Owner', accessorKey: 'userEmail' },
-      { header: 'Created', accessorKey: 'createdAt', cell: ({ row }) => <span title={dateTime(row.original.createdAt)}>{ago(row.original.createdAt)}</span> },
-      { header: 'Last used', accessorKey: 'lastUsedAt', cell: ({ row }) => (row.original.lastUsedAt ? <span title={dateTime(row.original.lastUsedAt)}>{ago(row.original.lastUsedAt)}</span> : 'never') },
-      { header: 'Expires', accessorKey: 'expiresAt', cell: ({ row }) => dateTime(row.original.expiresAt) },
-      {
-        id: 'status',
-        header: 'Status',
-        cell: ({ row }) =>
-          row.original.revokedAt ? (
-            <span className="muted">revoked {ago(row.original.revokedAt)}</span>
-          ) : row.original.expiresAt && Date.parse(row.original.expiresAt) < Date.now() ? (
-            <span className="muted">expired</span>
-          ) : (
-            <button type="button" className="small danger" onClick={() => setRevoking(row.original)} aria-label={`Revoke ${row.original.name}`}>Revoke</button>
-          ),
-      },
-    ],
-    [],
-  );
+  const columns = useMemo(() => keyColumns(setRevoking), []);
 
   const rows = keys.data?.data ?? [];
   return (
@@ -134,14 +108,13 @@ export function KeysPage() {
         <h2 id="keys-title">{me.data && (me.data.role === 'admin' || me.data.role === 'owner') ? "The organisation's keys" : 'Your keys'}</h2>
         <ErrorAlert error={keys.error} />
         {keys.data && rows.length === 0 && <p className="empty">No API keys yet: mint one above for scripts and integrations.</p>}
-        {rows.length > 0 && <DataTable caption="API keys" data={rows} columns={columns} rowKey={(k) => k.id} rowClassName={(k) => (k.revokedAt ? 'revoked' : undefined)} />}
+        {rows.length > 0 && <DataTable caption="API keys" data={rows} columns={columns} rowKey={(k) => k.id} rowClassName={keyRowClass} />}
       </section>
 
       {revoking && (
-        <Dialog danger title={`Revoke key “${revoking.name}”?`} confirmLabel="Revoke key" busy={revoke.isPending} onConfirm={() => revoke.mutate(revoking.id)} onCancel={() => { setRevoking(null); revoke.reset(); }}>
+        <RevokeKeyDialog apiKey={revoking} noun="key" busy={revoke.isPending} error={revoke.error} onConfirm={() => revoke.mutate(revoking.id)} onCancel={() => { setRevoking(null); revoke.reset(); }}>
           <p>Anything using the token <span className="mono">{revoking.tokenPrefix}…</span> is refused from now on. This cannot be undone.</p>
-          <ErrorAlert error={revoke.error} />
-        </Dialog>
+        </RevokeKeyDialog>
       )}
     </>
   );

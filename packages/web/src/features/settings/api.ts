@@ -1,12 +1,13 @@
 import { type Role, type RouteBody, routes } from '@surveyor/contract';
 import { useQuery } from '@tanstack/react-query';
 import { call } from '../../lib/api';
+import { apiKeyKeys, memberKeys } from '../../lib/keys';
 
 // Settings: API keys, members, notification destinations and their deliveries (jobs read lib/queries' useJobs).
 
 export const settingsKeys = {
-  apiKeys: ['keys'] as const,
-  members: ['members'] as const,
+  apiKeys: apiKeyKeys.all,
+  members: memberKeys.all,
   destinations: ['destinations'] as const,
   deliveries: ['deliveries'] as const,
 };
