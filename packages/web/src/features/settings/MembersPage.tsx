@@ -16,7 +16,6 @@ import { useMe } from '../../lib/queries';
 import type { Member, MemberAdded } from '../../lib/types';
 import { usePageTitle } from '../../lib/usePageTitle';
 
-
 /** What each role may do, said in the confirmation of a role change. */
 const roleMeaning: Record<Role, string> = {
   viewer: 'A viewer reads the inventory and changes nothing.',
@@ -44,6 +43,20 @@ function OneTimePassword({ added, onClose }: { added: MemberAdded & { oneTimePas
         <button type="button" onClick={onClose}>Done</button>
       </div>
     </section>
+  );
+}
+
+/** Who manages the member (the identity provider, through SCIM) and whether it has them deactivated: a word and a colour each. */
+function MemberBadges({ m }: { m: Member }) {
+  return (
+    <>
+      {m.managedBy === 'scim' && (
+        <> <span className="badge scim" title="Managed by the identity provider through SCIM: it sets their details and deactivates them; with a group-to-role mapping, their role comes from their groups (Settings → SCIM).">SCIM</span></>
+      )}
+      {!m.active && (
+        <> <span className="badge deactivated" title="The identity provider deactivated them: no session, no working API key, until it reactivates them.">Deactivated</span></>
+      )}
+    </>
   );
 }
 
@@ -115,6 +128,7 @@ function MembersScreen() {
           <>
             {row.original.email}
             {row.original.userId === me.data?.user.id && <span className="muted"> (you)</span>}
+            <MemberBadges m={row.original} />
           </>
         ),
       },
@@ -226,7 +240,7 @@ function MembersScreen() {
             <button type="button" className="small" onClick={() => setChanged(null)}>Dismiss</button>
           </p>
         )}
-        {rows.length > 0 && <DataTable caption="Members" data={rows} columns={columns} rowKey={(m) => m.userId} />}
+        {rows.length > 0 && <DataTable caption="Members" data={rows} columns={columns} rowKey={(m) => m.userId} rowClassName={(m) => (m.active ? undefined : 'deactivated')} />}
       </section>
 
       {changing && (
