@@ -98,6 +98,7 @@ export function Shell() {
               {admin && <li><NavLink to="/settings/jobs">Jobs</NavLink></li>}
               {admin && <li><NavLink to="/settings/notifications">Notifications</NavLink></li>}
               {admin && <li><NavLink to="/settings/cloud">Cloud accounts</NavLink></li>}
+              {admin && <li><NavLink to="/settings/scim">SCIM</NavLink></li>}
               {admin && <li><NavLink to="/settings/activity">Activity</NavLink></li>}
             </ul>
           </li>

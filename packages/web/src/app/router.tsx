@@ -69,6 +69,7 @@ export function createConsoleRouter(queryClient: QueryClient) {
         { path: 'settings/jobs', ...screen(() => import('../features/settings/JobsPage'), 'JobsPage') },
         { path: 'settings/notifications', ...screen(() => import('../features/settings/NotificationsPage'), 'NotificationsPage') },
         { path: 'settings/cloud', ...screen(() => import('../features/cloud/CloudAccountsPage'), 'CloudAccountsPage') },
+        { path: 'settings/scim', ...screen(() => import('../features/scim/ScimPage'), 'ScimPage') },
         { path: '*', element: <NotFoundPage /> },
       ],
     },

@@ -29,6 +29,8 @@ import type {
   Member as MemberSchema,
   MemberAdded as MemberAddedSchema,
   Page,
+  ScimSettings as ScimSettingsSchema,
+  ScimTokenCreated as ScimTokenCreatedSchema,
   Service as ServiceSchema,
   SessionInfo as SessionInfoSchema,
   Site as SiteSchema,
@@ -73,6 +75,9 @@ export type Overview = z.infer<typeof OverviewSchema>;
 export type LookupResult = z.infer<typeof LookupResultSchema>;
 export type Member = z.infer<typeof MemberSchema>;
 export type MemberAdded = z.infer<typeof MemberAddedSchema>;
+export type ScimSettings = z.infer<typeof ScimSettingsSchema>;
+export type ScimGroup = ScimSettings['groups'][number];
+export type ScimTokenCreated = z.infer<typeof ScimTokenCreatedSchema>;
 export type PageOf<T> = Omit<z.infer<ReturnType<typeof Page>>, 'data'> & { data: T[] };
 export type CollectionName = keyof typeof collectionPages;
 export type CollectionPage<N extends CollectionName> = z.infer<(typeof collectionPages)[N]>;
