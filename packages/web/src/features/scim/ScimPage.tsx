@@ -126,6 +126,15 @@ const sameGroup = (name: string, g: ScimGroup) => {
   return n === g.displayName.toLowerCase() || n === g.id;
 };
 
+/**
+ * The mapping as the server keeps it (a group's name in lower case, or its id), each name written
+ * as the pushed group of that name spells it; names match case-insensitively, so this changes no meaning.
+ */
+function spelled(s: ScimSettings): ScimSettings['mappings'] {
+  const names = new Map(s.groups.map((g) => [g.displayName.toLowerCase(), g.displayName]));
+  return s.mappings.map((m) => ({ ...m, group: names.get(m.group.toLowerCase()) ?? m.group }));
+}
+
 /** Every field a 400 may name: each row's (at most 200, the contract's bound), then the list itself. */
 const MAPPING_FIELDS = [...Array.from({ length: 200 }, (_, i) => [`mappings.${i}.group`, `mappings.${i}.role`] as const).flat(), 'mappings' as const];
 
@@ -133,16 +142,17 @@ const MAPPING_FIELDS = [...Array.from({ length: 200 }, (_, i) => [`mappings.${i}
 function MappingForm({ settings }: { settings: ScimSettings }) {
   const client = useQueryClient();
   const listId = useId();
+  const mappings = useMemo(() => spelled(settings), [settings]);
   const { form, mutation: save, done, edited } = useContractForm({
     schema: PutScimMappingsRequest,
-    defaultValues: { mappings: settings.mappings },
+    defaultValues: { mappings },
     submit: putScimMappings,
     // A 400 names a row's field (the same group twice: body.mappings.1.group), else the list.
     fields: MAPPING_FIELDS,
     reset: false,
     onSuccess: (s) => {
       client.setQueryData(scimKeys.settings, s);
-      form.reset({ mappings: s.mappings });
+      form.reset({ mappings: spelled(s) });
       void client.invalidateQueries({ queryKey: memberKeys.all });
     },
   });
@@ -150,8 +160,8 @@ function MappingForm({ settings }: { settings: ScimSettings }) {
   const rows = useFieldArray({ control, name: 'mappings' });
   // Another owner's save, seen on a refetch, replaces an untouched form.
   useEffect(() => {
-    if (!form.formState.isDirty) form.reset({ mappings: settings.mappings });
-  }, [settings.mappings]);
+    if (!form.formState.isDirty) form.reset({ mappings });
+  }, [mappings]);
   const values = form.watch('mappings');
   const listError = errors.mappings?.message ?? errors.mappings?.root?.message;
 
@@ -225,7 +235,7 @@ function MappingForm({ settings }: { settings: ScimSettings }) {
       <div className="page-actions">
         <button type="button" onClick={() => { edited(); rows.append({ group: '', role: 'viewer' }, { shouldFocus: true }); }}>Add mapping</button>
         <button type="submit" className="primary" disabled={save.isPending || !isDirty}>{save.isPending ? 'Saving…' : 'Save mapping'}</button>
-        {isDirty && <button type="button" onClick={() => { edited(); form.reset({ mappings: settings.mappings }); }}>Discard changes</button>}
+        {isDirty && <button type="button" onClick={() => { edited(); form.reset({ mappings }); }}>Discard changes</button>}
       </div>
       <ErrorAlert error={save.error} />
       {done && (
@@ -239,15 +249,31 @@ function MappingForm({ settings }: { settings: ScimSettings }) {
 
 /** The mapping as an admin sees it: read-only. */
 function MappingTable({ settings }: { settings: ScimSettings }) {
-  const columns = useMemo<ColumnDef<ScimSettings['mappings'][number]>[]>(
-    () => [
-      { header: 'Group', accessorKey: 'group' },
-      { header: 'Role', accessorKey: 'role' },
-    ],
-    [],
+  const mappings = useMemo(() => spelled(settings), [settings]);
+  if (mappings.length === 0) return <p className="empty">No mapping: SCIM provisions and deactivates members but never changes their roles.</p>;
+  return (
+    <div className="scim-mapping">
+      <div className="table-wrap">
+        <table>
+          <caption className="sr-only">Group-to-role mapping</caption>
+          <thead>
+            <tr>
+              <th scope="col">Group</th>
+              <th scope="col">Role</th>
+            </tr>
+          </thead>
+          <tbody>
+            {mappings.map((m) => (
+              <tr key={m.group}>
+                <td>{m.group}</td>
+                <td>{m.role}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </div>
   );
-  if (settings.mappings.length === 0) return <p className="empty">No mapping: SCIM provisions and deactivates members but never changes their roles.</p>;
-  return <DataTable caption="Group-to-role mapping" data={settings.mappings} columns={columns} rowKey={(m) => m.group} />;
 }
 
 const groupColumns: ColumnDef<ScimGroup>[] = [
@@ -293,7 +319,7 @@ function Scim() {
               <MappingForm settings={s} />
             ) : (
               <>
-                <p className="notice">Only an owner can change the mapping. You are {me.data?.role}.</p>
+                <p className="muted">Only an owner can change the mapping. You are {me.data?.role}.</p>
                 <MappingTable settings={s} />
               </>
             )}
