@@ -84,6 +84,7 @@ describe.skipIf(!haveChromium)('a viewer in Chromium', () => {
       ['/settings/jobs', 'Jobs'],
       ['/settings/notifications', 'Notifications'],
       ['/settings/cloud', 'Cloud accounts'],
+      ['/settings/scim', 'SCIM provisioning'],
       ['/settings/activity', 'Activity'],
     ];
     const seen: Record<string, string[]> = {};

@@ -34,6 +34,7 @@ const SCREENS: { path: string; title: string; name: string }[] = [
   { path: '/settings/jobs', title: 'Jobs', name: 'jobs' },
   { path: '/settings/notifications', title: 'Notifications', name: 'notifications' },
   { path: '/settings/cloud', title: 'Cloud accounts', name: 'cloud' },
+  { path: '/settings/scim', title: 'SCIM provisioning', name: 'scim' },
   { path: '/settings/activity', title: 'Activity', name: 'activity' },
 ];
 
