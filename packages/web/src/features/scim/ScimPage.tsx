@@ -1,7 +1,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import type { ColumnDef } from '@tanstack/react-table';
 import { CreateScimTokenRequest, PutScimMappingsRequest, scimMappableRoles } from '@surveyor/contract';
-import { useEffect, useId, useMemo, useState } from 'react';
+import { type ReactNode, useEffect, useId, useMemo, useState } from 'react';
 import { useFieldArray } from 'react-hook-form';
 import { createScimToken, putScimMappings, revokeScimToken, scimKeys, useScimSettings } from './api';
 import { Ago } from '../../components/Ago';
@@ -138,6 +138,25 @@ function spelled(s: ScimSettings): ScimSettings['mappings'] {
 /** Every field a 400 may name: each row's (at most 200, the contract's bound), then the list itself. */
 const MAPPING_FIELDS = [...Array.from({ length: 200 }, (_, i) => [`mappings.${i}.group`, `mappings.${i}.role`] as const).flat(), 'mappings' as const];
 
+/** The mapping's table: a row per group, with a column of Remove buttons when `remove`. */
+function MappingFrame({ remove, children }: { remove?: boolean; children: ReactNode }) {
+  return (
+    <div className="table-wrap">
+      <table>
+        <caption className="sr-only">Group-to-role mapping</caption>
+        <thead>
+          <tr>
+            <th scope="col">Group</th>
+            <th scope="col">Role</th>
+            {remove && <th scope="col"><span className="sr-only">Remove</span></th>}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
 /** The owner's editor of the mapping: rows of group and role, replaced all at once by Save. */
 function MappingForm({ settings }: { settings: ScimSettings }) {
   const client = useQueryClient();
@@ -178,58 +197,46 @@ function MappingForm({ settings }: { settings: ScimSettings }) {
       {rows.fields.length === 0 ? (
         <p className="empty">No mapping: SCIM provisions and deactivates members but never changes their roles. Add a row to give a group&apos;s members a role.</p>
       ) : (
-        <div className="table-wrap">
-          <table>
-            <caption className="sr-only">Group-to-role mapping</caption>
-            <thead>
-              <tr>
-                <th scope="col">Group</th>
-                <th scope="col">Role</th>
-                <th scope="col"><span className="sr-only">Remove</span></th>
+        <MappingFrame remove>
+          {rows.fields.map((f, i) => {
+            const groupError = errors.mappings?.[i]?.group?.message;
+            const roleError = errors.mappings?.[i]?.role?.message;
+            const typed = values?.[i]?.group?.trim() ?? '';
+            const unknown = typed !== '' && !settings.groups.some((g) => sameGroup(typed, g));
+            const groupHelp = `${listId}-group-${i}`;
+            return (
+              <tr key={f.id}>
+                <td>
+                  <input
+                    {...register(`mappings.${i}.group`)}
+                    list={listId}
+                    className="scim-group"
+                    aria-label={`Group ${i + 1}`}
+                    placeholder="Network Admins"
+                    maxLength={256}
+                    autoComplete="off"
+                    {...(groupError ? { 'aria-invalid': true } : {})}
+                    {...(groupError || unknown ? { 'aria-describedby': groupHelp } : {})}
+                  />
+                  {groupError ? (
+                    <span id={groupHelp} className="field-error">{groupError}</span>
+                  ) : (
+                    unknown && <span id={groupHelp} className="hint field-note">No group of this name pushed yet</span>
+                  )}
+                </td>
+                <td>
+                  <select {...register(`mappings.${i}.role`)} aria-label={`Role ${i + 1}`} {...(roleError ? { 'aria-invalid': true } : {})}>
+                    {scimMappableRoles.map((r) => <option key={r} value={r}>{r}</option>)}
+                  </select>
+                  {roleError && <span className="field-error">{roleError}</span>}
+                </td>
+                <td>
+                  <button type="button" className="small danger" aria-label={`Remove mapping ${i + 1}`} onClick={() => { edited(); rows.remove(i); }}>Remove</button>
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {rows.fields.map((f, i) => {
-                const groupError = errors.mappings?.[i]?.group?.message;
-                const roleError = errors.mappings?.[i]?.role?.message;
-                const typed = values?.[i]?.group?.trim() ?? '';
-                const unknown = typed !== '' && !settings.groups.some((g) => sameGroup(typed, g));
-                const groupHelp = `${listId}-group-${i}`;
-                return (
-                  <tr key={f.id}>
-                    <td>
-                      <input
-                        {...register(`mappings.${i}.group`)}
-                        list={listId}
-                        className="scim-group"
-                        aria-label={`Group ${i + 1}`}
-                        placeholder="Network Admins"
-                        maxLength={256}
-                        autoComplete="off"
-                        {...(groupError ? { 'aria-invalid': true } : {})}
-                        {...(groupError || unknown ? { 'aria-describedby': groupHelp } : {})}
-                      />
-                      {groupError ? (
-                        <span id={groupHelp} className="field-error">{groupError}</span>
-                      ) : (
-                        unknown && <span id={groupHelp} className="hint field-note">No group of this name pushed yet</span>
-                      )}
-                    </td>
-                    <td>
-                      <select {...register(`mappings.${i}.role`)} aria-label={`Role ${i + 1}`} {...(roleError ? { 'aria-invalid': true } : {})}>
-                        {scimMappableRoles.map((r) => <option key={r} value={r}>{r}</option>)}
-                      </select>
-                      {roleError && <span className="field-error">{roleError}</span>}
-                    </td>
-                    <td>
-                      <button type="button" className="small danger" aria-label={`Remove mapping ${i + 1}`} onClick={() => { edited(); rows.remove(i); }}>Remove</button>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </MappingFrame>
       )}
       {listError && <p className="field-error">{listError}</p>}
       <div className="page-actions">
@@ -253,25 +260,14 @@ function MappingTable({ settings }: { settings: ScimSettings }) {
   if (mappings.length === 0) return <p className="empty">No mapping: SCIM provisions and deactivates members but never changes their roles.</p>;
   return (
     <div className="scim-mapping">
-      <div className="table-wrap">
-        <table>
-          <caption className="sr-only">Group-to-role mapping</caption>
-          <thead>
-            <tr>
-              <th scope="col">Group</th>
-              <th scope="col">Role</th>
-            </tr>
-          </thead>
-          <tbody>
-            {mappings.map((m) => (
-              <tr key={m.group}>
-                <td>{m.group}</td>
-                <td>{m.role}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <MappingFrame>
+        {mappings.map((m) => (
+          <tr key={m.group}>
+            <td>{m.group}</td>
+            <td>{m.role}</td>
+          </tr>
+        ))}
+      </MappingFrame>
     </div>
   );
 }
