@@ -4,7 +4,8 @@ import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/re
 import { MemoryRouter } from 'react-router';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ScimPage } from '../../src/features/scim/ScimPage';
-import type { ScimSettings, SessionInfo } from '../../src/lib/types';
+import { MembersPage } from '../../src/features/settings/MembersPage';
+import type { Member, ScimSettings, SessionInfo } from '../../src/lib/types';
 
 // Settings → SCIM in happy-dom, the server's answers stubbed: the owner edits the group-to-role
 // mapping and a 400 naming a row's group puts the message on that row's field; an admin sees the
@@ -38,14 +39,24 @@ const settings: ScimSettings = {
 
 const json = (status: number, body: unknown, type = 'application/json') => new Response(JSON.stringify(body), { status, headers: { 'content-type': type } });
 
-/** The server: GET /auth/me, GET /admin/scim, and PUT /admin/scim/mappings answered by `put`. */
-function serve(role: SessionInfo['role'], put: (body: unknown) => Response = () => json(200, settings)) {
+const member = (n: number, email: string, o: Partial<Member> = {}): Member => ({
+  userId: ID(n), email, role: 'viewer', mustChangePassword: false, createdAt: NOW, lastSignInAt: null, active: true, managedBy: null, ...o,
+});
+const members = [
+  member(1, 'olive@example.com', { role: 'owner' }),
+  member(4, 'alice@example.com', { role: 'editor', managedBy: 'scim', active: false }),
+  member(5, 'bruno@example.com', { managedBy: 'scim' }),
+];
+
+/** The server: GET /auth/me, GET /admin/scim, GET /admin/members, and PUT /admin/scim/mappings answered by `put`. */
+function serve(role: SessionInfo['role'], put: (body: unknown) => Response = () => json(200, settings), page = <ScimPage />) {
   const sent: unknown[] = [];
   vi.stubGlobal(
     'fetch',
     vi.fn(async (url: string, init: RequestInit) => {
       if (url.endsWith('/auth/me')) return json(200, session(role));
       if (url.endsWith('/admin/scim') && init.method === 'GET') return json(200, settings);
+      if (url.endsWith('/admin/members') && init.method === 'GET') return json(200, { data: members });
       if (url.endsWith('/admin/scim/mappings') && init.method === 'PUT') {
         const body = JSON.parse(String(init.body));
         sent.push(body);
@@ -56,9 +67,7 @@ function serve(role: SessionInfo['role'], put: (body: unknown) => Response = () 
   );
   render(
     <QueryClientProvider client={new QueryClient({ defaultOptions: { queries: { retry: false } } })}>
-      <MemoryRouter>
-        <ScimPage />
-      </MemoryRouter>
+      <MemoryRouter>{page}</MemoryRouter>
     </QueryClientProvider>,
   );
   return sent;
@@ -104,5 +113,21 @@ describe('Settings → SCIM', () => {
     expect(screen.queryByLabelText('Group 1')).toBeNull();
     // Tokens are theirs to mint.
     expect(screen.getByRole('button', { name: 'Mint token' })).toBeTruthy();
+  });
+});
+
+describe('Settings → Members', () => {
+  it('marks the members the identity provider manages (SCIM) and those it deactivated (Deactivated, the row muted)', async () => {
+    serve('owner', undefined, <MembersPage />);
+    const alice = (await screen.findByText('alice@example.com')).closest('tr')!;
+    expect(alice.className).toBe('deactivated');
+    expect([...alice.querySelectorAll('.badge')].map((b) => [b.textContent, b.getAttribute('title')?.includes('identity provider')])).toEqual([
+      ['SCIM', true],
+      ['Deactivated', true],
+    ]);
+    const bruno = screen.getByText('bruno@example.com').closest('tr')!;
+    expect(bruno.className).toBe('');
+    expect([...bruno.querySelectorAll('.badge')].map((b) => b.textContent)).toEqual(['SCIM']);
+    expect(screen.getByText('olive@example.com').closest('tr')!.querySelectorAll('.badge')).toHaveLength(0);
   });
 });
