@@ -30,6 +30,7 @@ import { notificationsModule } from './notifications/index.js';
 import { overviewModule } from './overview/index.js';
 import { scansModule } from './scans/index.js';
 import { cloudModule } from './cloud/index.js';
+import { scimModule } from './scim/index.js';
 import { searchModule } from './search/index.js';
 import { sitesModule } from './sites/index.js';
 import { snapshotsModule } from './snapshots/index.js';
@@ -65,6 +66,7 @@ export const modules: readonly Module[] = [
   consoleModule,
   searchModule,
   cloudModule,
+  scimModule,
 ];
 
 /** Every scheduled job of every module (spec 1.1). */

@@ -56,6 +56,7 @@ function refused(r: Run): string {
 }
 
 // State shared by the sequence below (one embedded database per file).
+const scimKeyIds: string[] = [];
 const orgA = { name: 'Acme Networks', id: '', ownerEmail: 'owner@acme.test', ownerId: '' };
 const orgB = { name: 'Globex', id: '', ownerEmail: 'owner@globex.test', ownerId: '' };
 const editorEmail = 'editor@acme.test';
@@ -128,6 +129,22 @@ describe('surveyor admin, in process', () => {
     expect(r.token).toMatch(/^svk_[A-Za-z0-9_-]{40,}$/);
     expect(r.scopes).toEqual(['inventory:read', 'metrics:read']);
     viewerKey = { id: r.id as string, token: r.token as string };
+  });
+
+  it('create-scim-token mints an svs_ token owned by the oldest owner, with the SCIM base URL; a viewer cannot own one', async () => {
+    const r = json(await cli('admin', 'create-scim-token', '--org', orgA.name, '--name', 'Okta', '--expires-days', '90', '--json'));
+    scimKeyIds.push(r.id as string);
+    expect(Object.keys(r).sort()).toEqual(['baseUrl', 'expiresAt', 'id', 'token', 'userEmail']);
+    expect(r.token).toMatch(/^svs_[A-Za-z0-9_-]{40,}$/);
+    expect(r.userEmail).toBe(orgA.ownerEmail);
+    expect(r.baseUrl).toMatch(/\/api\/scim\/v2$/);
+    expect(Date.parse(r.expiresAt as string) - Date.now()).toBeGreaterThan(89 * 86_400_000);
+    const human = await cli('admin', 'create-scim-token', '--org', orgA.name);
+    scimKeyIds.push(/SCIM token (\S+)/.exec(human.out.join('\n'))![1]!);
+    expect(human.out.join("\n")).toMatch(/SCIM token [0-9a-f-]{36} \(owned by .*\):\nsvs_\S+\nSCIM base URL: \S+\/api\/scim\/v2\n/);
+    const line = refused(await cli('admin', 'create-scim-token', '--org', orgA.name, '--user', viewerEmail));
+    expect(line).toContain('viewer');
+    expect(refused(await cli('admin', 'create-scim-token', '--org', orgA.name, '--expires-days', 'soon'))).toContain('expires-days');
   });
 
   it('create-api-key refuses a scope above the member\'s role with exit 2 and a one-line error naming the role', async () => {
@@ -364,7 +381,8 @@ describe('the data folder after the CLI calls', () => {
 
       // Keys: the revoked one has revoked_at, the others do not.
       const keys = await db.selectFrom('keys').select(['id', 'kind', 'revoked_at']).where('organisation_id', '=', orgA.id).execute();
-      expect(keys).toHaveLength(3); // the refused inventory:write key was never stored
+      expect(keys).toHaveLength(5); // the refused inventory:write key was never stored
+      expect(keys.filter((k) => k.kind === 'scim').map((k) => k.id).sort()).toEqual([...scimKeyIds].sort());
       expect(keys.find((k) => k.id === viewerKey.id)?.revoked_at).toBeInstanceOf(Date);
       expect(keys.find((k) => k.id === raisedKey.id)?.revoked_at).toBeNull();
       expect(keys.find((k) => k.id === daemonKey.id)).toMatchObject({ kind: 'daemon', revoked_at: null });
@@ -386,6 +404,7 @@ describe('the data folder after the CLI calls', () => {
           `A membership.role_changed ${viewerId}`,
           `A key.created ${raisedKey.id}`,
           `A key.revoked ${viewerKey.id}`,
+          ...scimKeyIds.map((id) => `A key.created ${id}`),
         ].sort(),
       );
 

@@ -1,5 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Actor } from '../audit/audit.repo.js';
+import type { Config } from '../config.js';
+import { scimBase } from '../scim/settings.service.js';
 import { UsageError, type FlagSpec, parseFlags } from '../cli/args.js';
 import { withMigratedDatabase } from '../db/open.js';
 import type { DB } from '../db/schema.js';
@@ -10,7 +12,7 @@ import { type MergeReport, mergeDuplicateHosts } from './duplicates.service.js';
 interface AdminCommand {
   flags: FlagSpec;
   required: string[];
-  run(db: Kysely<DB>, actor: Actor, f: Record<string, string | undefined>): Promise<Record<string, unknown>>;
+  run(db: Kysely<DB>, actor: Actor, f: Record<string, string | undefined>, config: Config): Promise<Record<string, unknown>>;
   human(result: Record<string, unknown>): string;
 }
 
@@ -41,6 +43,12 @@ const adminCommands: Record<string, AdminCommand> = {
       });
     },
     human: (r) => `Key ${r.id} (${(r.scopes as string[]).join(', ')}):\n${r.token}\nStore it now; it is not shown again.`,
+  },
+  'create-scim-token': {
+    flags: { org: 'string', user: 'string', name: 'string', 'expires-days': 'string' },
+    required: ['org'],
+    run: async (db, actor, f, config) => ({ ...(await admin.createScimToken(db, actor, { org: f.org!, userEmail: f.user, name: f.name, expiresDays: f['expires-days'] })), baseUrl: scimBase(config.baseUrl) }),
+    human: (r) => `SCIM token ${r.id} (owned by ${r.userEmail}${r.expiresAt ? `, expires ${r.expiresAt}` : ''}):\n${r.token}\nSCIM base URL: ${r.baseUrl}\nStore it now; it is not shown again.`,
   },
   'create-daemon-key': {
     flags: { org: 'string', name: 'string' },
@@ -78,6 +86,7 @@ export const adminVerb: CliVerb = {
     'admin create-org --name NAME --owner-email EMAIL [--owner-password PW] [--json]',
     'admin create-user --org ORG --email EMAIL --role viewer|editor|admin|owner [--password PW] [--json]',
     'admin create-api-key --org ORG --user EMAIL --scopes s1,s2 [--name N] [--kind api|metrics|scim] [--json]',
+    'admin create-scim-token --org ORG [--user EMAIL] [--name N] [--expires-days N] [--json]',
     'admin create-daemon-key --org ORG [--name N] [--json]',
     'admin set-role --org ORG --user EMAIL --role ROLE [--json]',
     'admin revoke-key --id ID [--json]',
@@ -92,7 +101,7 @@ Exit 2 on bad arguments or a refused request (one line on stderr).`,
     if (!cmd) throw new UsageError(`unknown admin command ${JSON.stringify(sub ?? '')} (one of ${Object.keys(adminCommands).join(', ')})`);
     const f = parseFlags(args, { ...cmd.flags, json: 'boolean' }, cmd.required);
     return withMigratedDatabase(config, async (database) => {
-      const result = await cmd.run(database.db, { type: 'cli' }, Object.fromEntries(Object.entries(f).map(([k, v]) => [k, s(v)])));
+      const result = await cmd.run(database.db, { type: 'cli' }, Object.fromEntries(Object.entries(f).map(([k, v]) => [k, s(v)])), config);
       io.out(f.json ? JSON.stringify(result) : cmd.human(result));
       return 0;
     });

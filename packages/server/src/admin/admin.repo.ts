@@ -43,3 +43,18 @@ export async function updateRole(db: Kysely<DB>, organisationId: string, userId:
     .where('user_id', '=', userId)
     .execute();
 }
+
+/** The email of the organisation's oldest owner. */
+export async function oldestOwnerEmail(db: Kysely<DB>, organisationId: string): Promise<string | undefined> {
+  const r = await db
+    .selectFrom('memberships as m')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select('u.email')
+    .where('m.organisation_id', '=', organisationId)
+    .where('m.role', '=', 'owner')
+    .where('m.deactivated_at', 'is', null)
+    .orderBy('m.created_at')
+    .limit(1)
+    .executeTakeFirst();
+  return r?.email;
+}

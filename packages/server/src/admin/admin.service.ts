@@ -118,6 +118,28 @@ export async function createApiKey(
   });
 }
 
+/**
+ * Mints a SCIM token (kind scim, scope scim:manage) owned by `userEmail`, an admin or owner, or by
+ * the organisation's oldest owner when no user is named.
+ */
+export async function createScimToken(
+  db: Kysely<DB>,
+  actor: Actor,
+  input: { org: string; userEmail?: string | undefined; name?: string | undefined; expiresDays?: string | undefined },
+): Promise<{ id: string; token: string; userEmail: string; expiresAt: string | null }> {
+  const days = input.expiresDays === undefined ? undefined : parse(z.coerce.number().int().min(1).max(3650), input.expiresDays, 'expires-days');
+  return db.transaction().execute(async (trx) => {
+    const org = await organisationOrThrow(trx, input.org);
+    const email = input.userEmail ?? (await repo.oldestOwnerEmail(trx, org.id));
+    if (!email) throw new AppError('not_found', 'The organisation has no owner to own the token; name one with --user.');
+    const { user, role } = await membershipOrThrow(trx, org.id, email);
+    const expiresAt = days ? new Date(Date.now() + days * 86_400_000) : null;
+    const name = parse(Name, input.name ?? 'SCIM token', 'name');
+    const k = await mintUserKey(trx, actor, { organisationId: org.id, userId: user.id, role, scopes: ['scim:manage'], name, kind: 'scim', expiresAt });
+    return { id: k.id, token: k.token, userEmail: user.email, expiresAt: expiresAt?.toISOString() ?? null };
+  });
+}
+
 /** Mints a daemon key for an organisation. */
 export async function createDaemonKey(db: Kysely<DB>, actor: Actor, input: { org: string; name?: string | undefined }): Promise<{ id: string; token: string }> {
   return db.transaction().execute(async (trx) => {

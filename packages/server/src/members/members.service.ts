@@ -8,6 +8,7 @@ import type { Principal } from '../auth/principal.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import * as repo from './members.repo.js';
+import { hasMappings } from '../scim/scim.repo.js';
 
 // Settings → Members. The rules (also in the contract's route descriptions and the README):
 // only an owner grants or takes `owner`, and only an owner changes or removes an owner; the last
@@ -76,6 +77,9 @@ export async function updateMemberRole(db: Kysely<DB>, p: Session, userId: strin
     const m = await memberOrThrow(trx, p, userId);
     const from = m.role as Role;
     if (from === role) return toMember(m);
+    if (m.scim_managed && from !== 'owner' && role !== 'owner' && (await hasMappings(trx, p.organisationId))) {
+      throw new AppError('conflict', `${m.email}'s role comes from their groups in your identity provider (Settings → SCIM maps groups to roles); change the group or the mapping.`);
+    }
     if (from === 'owner') requireOwnerFor(p, 'change an owner\'s role');
     if (role === 'owner') requireOwnerFor(p, 'grant the role owner');
     if (from === 'owner') {
