@@ -356,6 +356,8 @@ describe('SCIM users', () => {
     });
     expect(body.schemas).toEqual([USER, 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User']);
     expect((await scim(tn.token, 'PATCH', `/Users/${u.id}`, { schemas: [PATCH], Operations: [{ op: 'Replace', path: 'active', value: 'True' }] })).json().active).toBe(true);
+    const byDepartment = (await scim(tn.token, 'GET', `/Users?filter=${encodeURIComponent('urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department eq "network" and name.givenName eq "grace"')}`)).json();
+    expect(byDepartment.Resources.map((r: { id: string }) => r.id)).toEqual([u.id]);
 
     expectScimError(await scim(tn.token, 'PATCH', `/Users/${u.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'id', value: 'x' }] }), 400, 'mutability');
     expectScimError(await scim(tn.token, 'PATCH', `/Users/${u.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'groups', value: [] }] }), 400, 'mutability');
