@@ -47,6 +47,7 @@ CREATE INDEX scim_group_members_user_idx ON scim_group_members (organisation_id,
 CREATE TABLE scim_role_mappings (
   organisation_id  uuid NOT NULL REFERENCES organisations (id) ON DELETE CASCADE,
   group_key        text NOT NULL CHECK (group_key = lower(group_key) AND length(group_key) BETWEEN 1 AND 256),
+  group_name       text NOT NULL CHECK (length(group_name) BETWEEN 1 AND 256), -- as the owner typed it
   role             text NOT NULL CHECK (role IN ('viewer', 'editor', 'admin')),
   created_at       timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (organisation_id, group_key)

@@ -61,6 +61,7 @@ export interface ScimGroupMembersTable {
 export interface ScimRoleMappingsTable {
   organisation_id: string;
   group_key: string;
+  group_name: string;
   role: string;
   created_at: Timestamp;
 }

@@ -219,12 +219,12 @@ export async function groupMemberIds(db: Db, organisationId: string, groupId: st
 // Role mappings
 
 export function listMappings(db: Db, organisationId: string) {
-  return db.selectFrom('scim_role_mappings').select(['group_key', 'role']).where('organisation_id', '=', organisationId).orderBy('group_key').execute();
+  return db.selectFrom('scim_role_mappings').select(['group_key', 'group_name', 'role']).where('organisation_id', '=', organisationId).orderBy('group_key').execute();
 }
 
-export async function replaceMappings(db: Db, organisationId: string, mappings: { groupKey: string; role: string }[]): Promise<void> {
+export async function replaceMappings(db: Db, organisationId: string, mappings: { groupKey: string; groupName: string; role: string }[]): Promise<void> {
   await db.deleteFrom('scim_role_mappings').where('organisation_id', '=', organisationId).execute();
-  if (mappings.length) await db.insertInto('scim_role_mappings').values(mappings.map((m) => ({ organisation_id: organisationId, group_key: m.groupKey, role: m.role }))).execute();
+  if (mappings.length) await db.insertInto('scim_role_mappings').values(mappings.map((m) => ({ organisation_id: organisationId, group_key: m.groupKey, group_name: m.groupName, role: m.role }))).execute();
 }
 
 /**

@@ -33,7 +33,7 @@ export async function getSettings(db: Kysely<DB>, organisationId: string, baseUr
       id: k.id, name: k.name, kind: 'scim' as const, tokenPrefix: k.token_prefix, scopes: k.scopes as ['scim:manage'], userId: k.user_id!, userEmail: k.email,
       createdAt: k.created_at.toISOString(), lastUsedAt: k.last_used_at?.toISOString() ?? null, expiresAt: k.expires_at?.toISOString() ?? null, revokedAt: k.revoked_at?.toISOString() ?? null,
     })),
-    mappings: mappings.map((m) => ({ group: groups.find((g) => g.id === m.group_key)?.display_name ?? m.group_key, role: m.role as ScimRoleMapping['role'] })),
+    mappings: mappings.map((m) => ({ group: m.group_name, role: m.role as ScimRoleMapping['role'] })),
     groups: groups.map((g) => ({
       id: g.id, displayName: g.display_name, externalId: g.external_id, members: Number(g.members ?? 0),
       role: roleOf.get(g.id) ?? roleOf.get(g.display_name.toLowerCase()) ?? null, updatedAt: g.updated_at.toISOString(),
@@ -67,14 +67,17 @@ export async function putMappings(db: Kysely<DB>, p: Session, mappings: ScimRole
   const keys = mappings.map((m) => (isUuid(m.group) ? m.group.toLowerCase() : m.group.trim().toLowerCase()));
   const seen = new Map<string, number>();
   const issues: { path: string; message: string }[] = [];
+  const repeated: string[] = [];
   keys.forEach((k, i) => {
-    if (seen.has(k)) issues.push({ path: `body.mappings.${i}.group`, message: `the same group as mappings[${seen.get(k)}]` });
-    else seen.set(k, i);
+    if (seen.has(k)) {
+      issues.push({ path: `body.mappings.${i}.group`, message: `already mapped in row ${seen.get(k)! + 1}` });
+      repeated.push(`"${mappings[i]!.group.trim()}" (rows ${seen.get(k)! + 1} and ${i + 1})`);
+    } else seen.set(k, i);
   });
-  if (issues.length) throw new AppError('validation_failed', `mappings: ${issues.map((x) => `${x.path} is ${x.message}`).join('; ')}`, { issues });
+  if (issues.length) throw new AppError('validation_failed', `Each group may be mapped once: ${repeated.join(', ')}.`, { issues });
   await db.transaction().execute(async (trx) => {
     const before = await repo.listMappings(trx, p.organisationId);
-    await repo.replaceMappings(trx, p.organisationId, keys.map((groupKey, i) => ({ groupKey, role: mappings[i]!.role })));
+    await repo.replaceMappings(trx, p.organisationId, keys.map((groupKey, i) => ({ groupKey, groupName: mappings[i]!.group.trim(), role: mappings[i]!.role })));
     const changes = await repo.recomputeRoles(trx, p.organisationId, null);
     const actor = actorOf(p, requestId);
     await recordAudit(trx, actor, { organisationId: p.organisationId, action: 'scim.mappings.updated', targetType: 'organisation', targetId: p.organisationId, changes: { before: before.map((m) => ({ group: m.group_key, role: m.role })), after: keys.map((group, i) => ({ group, role: mappings[i]!.role })), rolesChanged: changes.length } });
