@@ -199,6 +199,10 @@ describe('SCIM users', () => {
     expect(res.headers.location).toBe(u.meta.location);
     expect(res.headers.etag).toBe('W/"1"');
     expect(u.password).toBeUndefined();
+    // Neither the token nor a pushed password reaches the log.
+    await createUser(tn, emailIn(tn, 'logged'), { password: 'a pushed secret password' });
+    expect(t.logs.join('\n')).not.toContain('a pushed secret password');
+    expect(t.logs.join('\n')).not.toContain(tn.token);
     expectScimError(await scim(tn.token, 'POST', '/Users', userBody(emailIn(tn, 'bea').toUpperCase())), 409, 'uniqueness');
     expectScimError(await scim(tn.token, 'POST', '/Users', { schemas: [USER], userName: 'not-an-email' }), 400, 'invalidValue');
     expectScimError(await scim(tn.token, 'POST', '/Users', { schemas: [USER] }), 400, 'invalidValue');
@@ -221,6 +225,15 @@ describe('SCIM users', () => {
     const audit = await t.database.db.selectFrom('audit_log').select('changes').where('action', '=', 'scim.user.created').where('target_id', '=', u.id).executeTakeFirstOrThrow();
     expect(audit.changes).toMatchObject({ password: 'not set: shorter than 12 characters' });
     expect(JSON.stringify(audit.changes)).not.toContain('1mz050nq');
+  });
+
+  it('answers two concurrent creations of one userName with one 201 and one 409 uniqueness, never a 500', async () => {
+    const tn = await tenant();
+    const results = await Promise.all([1, 2, 3].map(() => scim(tn.token, 'POST', '/Users', userBody(emailIn(tn, 'race')))));
+    expect(results.map((r) => r.statusCode).sort()).toEqual([201, 409, 409]);
+    for (const r of results.filter((x) => x.statusCode === 409)) expectScimError(r, 409, 'uniqueness');
+    const groups = await Promise.all([1, 2].map(() => scim(tn.token, 'POST', '/Groups', { schemas: [GROUP], displayName: 'Racers' })));
+    expect(groups.map((r) => r.statusCode).sort()).toEqual([201, 409]);
   });
 
   it('lists only the users it provisioned, and takes over a member added by hand (same email) instead of refusing it', async () => {

@@ -57,6 +57,9 @@ export function scimErrorHandler(error: Error & { statusCode?: number; code?: st
   if (hasZodFastifySchemaValidationErrors(error)) {
     return sendScimError(reply, 400, `The request failed validation: ${error.validation.map((v) => `${String(v.instancePath ?? '') || 'query'} ${v.message ?? 'invalid'}`).join('; ')}`, 'invalidValue');
   }
+  // Two providers' requests (or one provider's retries) creating the same userName or group at once:
+  // the loser meets the unique index, which is the RFC's uniqueness conflict, not a failure.
+  if (error.code === '23505') return sendScimError(reply, 409, 'A resource with the same userName, email or displayName was created at the same moment; read it and retry.', 'uniqueness');
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {
     if (error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError) return sendScimError(reply, 400, `The body is not valid JSON: ${error.message}`, 'invalidSyntax');
