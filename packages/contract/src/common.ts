@@ -88,7 +88,8 @@ export const problemCodes = {
   payload_too_large: { status: 413, title: 'Payload too large', description: 'The body is larger than the server accepts (`SERVICE_BODY_LIMIT_BYTES`).' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type', description: 'The body is not `application/json`.' },
   rate_limited: { status: 429, title: 'Rate limited', description: 'Too many requests. `Retry-After` says when to try again; `RateLimit-*` headers describe the window.' },
-  upstream_error: { status: 502, title: 'Upstream error', description: 'A provider the request needed (a cloud API) refused or failed; `detail` says what it answered (never a credential).' },
+  upstream_error: { status: 502, title: 'Upstream error', description: 'A provider the request needed (a cloud API, the assistant\'s model) refused or failed; `detail` says what it answered (never a credential).' },
+  upstream_timeout: { status: 504, title: 'Upstream timeout', description: 'A provider the request needed (the assistant\'s model) did not answer in time.' },
   internal_error: { status: 500, title: 'Internal error', description: 'An unexpected failure. The `requestId` finds it in the server log; no detail is shown to the client.' },
   service_unavailable: { status: 503, title: 'Service unavailable', description: 'A dependency (the database, a provider) is unavailable or not configured.' },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;

@@ -16,6 +16,7 @@ export * from './events.js';
 export * from './notifications.js';
 export * from './cloud.js';
 export * from './scim.js';
+export * from './assistant.js';
 export * from './format.js';
 
 // Routes: what a route is, then every route (one table per domain), then the OpenAPI document of them.

@@ -22,6 +22,7 @@ import { overviewRoutes } from './routes/overview.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { scanRoutes } from './routes/scans.js';
 import { scimRoutes } from './routes/scim.js';
+import { assistantRoutes } from './routes/assistant.js';
 import { siteRoutes } from './routes/sites.js';
 import { snapshotRoutes } from './routes/snapshots.js';
 import { topologyRoutes } from './routes/topology.js';
@@ -59,6 +60,7 @@ export {
   overviewRoutes,
   scanRoutes,
   scimRoutes,
+  assistantRoutes,
   siteRoutes,
   snapshotRoutes,
   topologyRoutes,
@@ -100,6 +102,7 @@ export const routes = {
   ...searchRoutes,
   ...cloudRoutes,
   ...scimRoutes,
+  ...assistantRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type RouteName = keyof typeof routes;

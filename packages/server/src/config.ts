@@ -75,6 +75,14 @@ export const ConfigSchema = z
       .enum(['allow', 'deny'])
       .default('allow')
       .describe('deny: POST /api/v1/admin/advisories/import is refused (403) and advisories come only from the feed and `surveyor advisories import`. The mirror is shared by every organisation, so set it where organisations do not trust each other.'),
+    SERVICE_AI_BASE_URL: z
+      .url({ protocol: /^https?$/, message: 'expected an http(s) URL' })
+      .optional()
+      .describe('OpenAI-compatible chat-completions API of the assistant (https://api.openai.com/v1, an Azure OpenAI deployment\'s /openai/v1, a local Ollama http://127.0.0.1:11434/v1 or vLLM). Absent: POST /api/v1/ai/chat is 503.'),
+    SERVICE_AI_API_KEY: z.string().min(1).optional().describe('The provider\'s API key, sent as a bearer token (a local server may need none). Never logged.'),
+    SERVICE_AI_MODEL: z.string().min(1).max(200).optional().describe('The model the assistant asks (it must support tool calls), for example gpt-4o-mini or llama3.1.'),
+    SERVICE_AI_TIMEOUT_SECONDS: int(1, 600).default(60).describe('How long one provider call may take before the answer is 504 upstream_timeout.'),
+    SERVICE_AI_MAX_TOOL_ROUNDS: int(1, 20).default(6).describe('Most tool rounds one question may take before the assistant must answer.'),
     SERVICE_CONSOLE_DIR: z
       .string()
       .min(1)
@@ -120,6 +128,11 @@ export const ConfigSchema = z
     consoleDir: e.SERVICE_CONSOLE_DIR,
     notify: { timeoutMs: e.SERVICE_NOTIFY_TIMEOUT_SECONDS * 1000, allowPrivate: e.SERVICE_NOTIFY_PRIVATE_TARGETS === 'allow' },
     cloud: { allowInCluster: e.SERVICE_CLOUD_IN_CLUSTER === 'allow' },
+    ai: {
+      provider: e.SERVICE_AI_BASE_URL && e.SERVICE_AI_MODEL ? { baseUrl: e.SERVICE_AI_BASE_URL, apiKey: e.SERVICE_AI_API_KEY, model: e.SERVICE_AI_MODEL } : null,
+      timeoutMs: e.SERVICE_AI_TIMEOUT_SECONDS * 1000,
+      maxToolRounds: e.SERVICE_AI_MAX_TOOL_ROUNDS,
+    },
   }));
 
 export type Config = z.output<typeof ConfigSchema>;
