@@ -31,6 +31,7 @@ import { overviewModule } from './overview/index.js';
 import { scansModule } from './scans/index.js';
 import { cloudModule } from './cloud/index.js';
 import { scimModule } from './scim/index.js';
+import { assistantModule } from './assistant/index.js';
 import { searchModule } from './search/index.js';
 import { sitesModule } from './sites/index.js';
 import { snapshotsModule } from './snapshots/index.js';
@@ -67,6 +68,7 @@ export const modules: readonly Module[] = [
   searchModule,
   cloudModule,
   scimModule,
+  assistantModule,
 ];
 
 /** Every scheduled job of every module (spec 1.1). */

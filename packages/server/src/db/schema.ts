@@ -58,6 +58,19 @@ export interface ScimGroupMembersTable {
   user_id: string;
 }
 
+export interface AssistantTurnsTable {
+  organisation_id: string;
+  id: Generated<string>;
+  user_id: string | null;
+  at: Timestamp;
+  outcome: string;
+  rounds: number;
+  tools: string[];
+  prompt_tokens: number;
+  completion_tokens: number;
+  latency_ms: number;
+}
+
 export interface ScimRoleMappingsTable {
   organisation_id: string;
   group_key: string;
@@ -758,6 +771,7 @@ export interface DB {
   scim_groups: ScimGroupsTable;
   scim_group_members: ScimGroupMembersTable;
   scim_role_mappings: ScimRoleMappingsTable;
+  assistant_turns: AssistantTurnsTable;
   keys: KeysTable;
   sessions: SessionsTable;
   audit_log: AuditLogTable;

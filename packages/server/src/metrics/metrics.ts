@@ -8,10 +8,13 @@ const DAEMON_STATUSES = ['pending', 'online', 'degraded'] as const;
 const SEVERITIES = ['critical', 'high', 'medium', 'low', 'none'] as const;
 const FINDING_STATES = ['open', 'acknowledged', 'resolved', 'false_positive'] as const;
 const WINDOWS = [['expired', 0], ['1d', 1], ['7d', 7], ['14d', 14], ['30d', 30]] as const;
+const AI_OUTCOMES = ['ok', 'rate_limited', 'upstream_error', 'upstream_timeout', 'aborted', 'error'] as const;
 
 interface Family {
   name: string;
   help: string;
+  /** Default gauge. */
+  type?: 'counter';
   samples: { labels?: Record<string, string>; value: number }[];
 }
 
@@ -22,7 +25,7 @@ const formatValue = (v: number) => (Number.isInteger(v) ? String(v) : v.toFixed(
 export function exposition(families: Family[]): string {
   const lines: string[] = [];
   for (const f of families) {
-    lines.push(`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} gauge`);
+    lines.push(`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} ${f.type ?? 'gauge'}`);
     for (const s of f.samples) {
       const labels = s.labels ? `{${Object.entries(s.labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(',')}}` : '';
       lines.push(`${f.name}${labels} ${formatValue(s.value)}`);
@@ -41,7 +44,7 @@ export function exposition(families: Family[]): string {
  */
 export async function collectMetrics(db: Kysely<DB>, organisationId: string, now: Date = new Date()): Promise<string> {
   const o = organisationId;
-  const [jobs, daemons, sessions, findings, certs, counts, snapshot, feedAge] = await Promise.all([
+  const [jobs, daemons, sessions, findings, certs, counts, snapshot, feedAge, aiTurns] = await Promise.all([
     sql<{ job: string; age: number; ok: boolean }>`
       select g.job, extract(epoch from (${now}::timestamptz - g.last_run_at))::float8 as age, coalesce(mine.outcome, g.outcome) = 'ok' as ok
       from job_status g left join job_status mine on mine.job = g.job and mine.organisation_id = ${o}
@@ -58,7 +61,9 @@ export async function collectMetrics(db: Kysely<DB>, organisationId: string, now
     sql<{ age: number | null }>`
       select extract(epoch from (${now}::timestamptz - max(captured_at)))::float8 as age from snapshots where organisation_id = ${o}`.execute(db),
     feedAgeSeconds(db, now),
+    sql<{ outcome: string; n: number }>`select outcome, count(*)::int as n from assistant_turns where organisation_id = ${o} group by outcome`.execute(db),
   ]);
+  const aiBy = new Map(aiTurns.rows.map((r) => [r.outcome, r.n]));
   const daemonBy = new Map(daemons.rows.map((r) => [r.status, r]));
   const findingBy = new Map(findings.rows.map((r) => [`${r.severity}|${r.state}`, r.n]));
   const age = (v: number) => Math.max(0, v);
@@ -88,6 +93,12 @@ export async function collectMetrics(db: Kysely<DB>, organisationId: string, now
     },
     { name: 'service_hosts', help: 'Hosts in the inventory.', samples: [{ value: counts.rows[0]!.hosts }] },
     { name: 'service_services', help: 'Services in the inventory (those not gone).', samples: [{ value: counts.rows[0]!.services }] },
+    {
+      name: 'service_ai_turns_total',
+      type: 'counter',
+      help: 'Questions asked of the assistant, by outcome: ok, rate_limited / upstream_error / upstream_timeout (the provider failed), aborted (the browser left), error.',
+      samples: AI_OUTCOMES.map((outcome) => ({ labels: { outcome }, value: aiBy.get(outcome) ?? 0 })),
+    },
   ];
   return exposition(families);
 }
