@@ -142,6 +142,21 @@ describe('the assistant', () => {
     expect(AiDoneEvent.parse(res.events.at(-1)!.data).citations).toEqual([]);
   });
 
+  it('bounds a tool\'s result in bytes and tells the model it was cut', async () => {
+    const db = t.database.db;
+    for (let i = 0; i < 60; i++) await addHost(db, org.organisationId, { hostname: `bulk-${String(i).padStart(2, '0')}-${'x'.repeat(240)}`, addresses: [`10.99.0.${i + 1}`] });
+    const before = fake.requests.length;
+    script = (r) => (r.messages.some((m) => m.role === 'tool') ? { text: 'Many hosts.' } : { tools: [{ name: 'search_hosts', arguments: { search: 'bulk-', limit: 50 } }] });
+    const res = await ask('List the bulk hosts');
+    const tool = AiToolEvent.parse(res.events.find((e) => e.event === 'tool')!.data);
+    expect(tool.truncated).toBe(true);
+    expect(tool.rows).toBeGreaterThan(10);
+    expect(tool.rows).toBeLessThan(50);
+    const content = toolMessages(fake.requests[before + 1]!)[0]!;
+    expect(content.length).toBeLessThan(20_000);
+    expect(JSON.parse(content).note).toMatch(new RegExp(`^Showing ${tool.rows} of 50 rows .*narrow the filters`));
+  });
+
   it('stops asking for tools after SERVICE_AI_MAX_TOOL_ROUNDS: the last call forbids tools', async () => {
     const before = fake.requests.length;
     script = (r) => ((r as { tool_choice?: string }).tool_choice === 'none' ? { text: 'Enough.' } : { tools: [{ name: 'daemons_and_jobs', arguments: {} }] });

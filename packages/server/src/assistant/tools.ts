@@ -253,7 +253,7 @@ export async function runTool(ctx: ToolContext, name: string, rawArguments: stri
     const citations = kept.map(out.cite).filter((c): c is AiCitation => c !== null && c.id !== '');
     const extraJson = out.extra ? JSON.stringify(out.extra) : '';
     const extra = extraJson.length > MAX_TOOL_BYTES ? { note: 'details cut: too large' } : out.extra;
-    const note = truncated ? `Showing ${kept.length} of ${out.rows.length}${out.rows.length >= MAX_TOOL_ROWS ? '+' : ''} rows (cut to ${MAX_TOOL_ROWS} rows / ${MAX_TOOL_BYTES} bytes): narrow the filters for the rest.` : undefined;
+    const note = truncated ? `Showing ${kept.length} of ${out.rows.length} rows (cut to ${MAX_TOOL_ROWS} rows / ${MAX_TOOL_BYTES} bytes): narrow the filters for the rest.` : undefined;
     return {
       ok: true,
       arguments: args,
