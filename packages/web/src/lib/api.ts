@@ -1,4 +1,4 @@
-import { type ClientRequest, type Problem, type Transport, createClient } from '@surveyor/contract';
+import { type ClientRequest, type Problem, type RouteDef, type RouteInput, type Transport, createClient, routePath } from '@surveyor/contract';
 
 // The console's transport for the contract's typed client: same-origin fetch with the session
 // cookie, JSON both ways, the session's CSRF token on state-changing calls, a 401 sending the user
@@ -37,8 +37,8 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-async function send(base: string, request: ClientRequest, opts: CallOptions): Promise<Response> {
-  const headers: Record<string, string> = { Accept: 'application/json, application/problem+json' };
+async function send(base: string, request: ClientRequest, opts: CallOptions, accept = 'application/json, application/problem+json'): Promise<Response> {
+  const headers: Record<string, string> = { Accept: accept };
   if (request.body !== undefined) headers['Content-Type'] = 'application/json';
   if (request.method !== 'GET' && csrfToken) headers['X-CSRF-Token'] = csrfToken;
   const init: RequestInit = { method: request.method, headers, credentials: 'same-origin' };
@@ -81,3 +81,21 @@ export function consoleTransport(base = ''): Transport<CallOptions> {
  * route's own response type (undefined for 204) and throws ApiError with the problem's detail.
  */
 export const call = createClient(consoleTransport());
+
+/**
+ * Opens a route that answers a stream (`text/event-stream`, read with lib/sse.ts) through the same
+ * transport as `call`: cookie, CSRF token, a 401 to the sign-in handler, and a problem answered
+ * before the stream begins thrown as ApiError with its detail. Answers the body to read as it
+ * arrives; aborting `signal` ends it.
+ */
+export async function openStream<R extends RouteDef>(route: R, input: RouteInput<R>, opts: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
+  const { body, ...where } = input as { body?: unknown; params?: object; query?: object };
+  const path = (routePath as (route: RouteDef, input: object) => string)(route, where);
+  const request: ClientRequest = { method: route.method, path, route, ...(body !== undefined ? { body } : {}) };
+  const res = await send('', request, opts, 'text/event-stream, application/problem+json');
+  if (!res.ok) return fail(path, res, opts);
+  if (!res.body || !(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+    throw new ApiError(res.status, 'The server answered without a stream. Reload the page and try again.');
+  }
+  return res.body;
+}
