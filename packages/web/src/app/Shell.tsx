@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { roleAtLeast } from '@surveyor/contract';
-import { useEffect, useRef, useState } from 'react';
+import { lazy, Suspense, useEffect, useRef, useState } from 'react';
 import { Navigate, NavLink, Outlet, useLocation, useNavigate } from 'react-router';
 import { routes } from '@surveyor/contract';
 import { ApiError, call, setCsrfToken } from '../lib/api';
@@ -8,6 +8,14 @@ import { ErrorAlert } from '../components/ErrorAlert';
 import { useLiveUpdates } from './live';
 import { SearchBox } from './SearchBox';
 import { useMe } from '../lib/queries';
+
+// The assistant's panel loads when first opened (its code stays out of the entry bundle).
+const AssistantPanel = lazy(() =>
+  import('../features/assistant/AssistantPanel').then(
+    (m) => ({ default: m.AssistantPanel }),
+    () => ({ default: () => <aside className="assistant"><p className="alert" role="alert">The assistant could not be loaded. Reload the page and try again.</p></aside> }),
+  ),
+);
 
 /** The signed-in frame: navigation on the left, who you are top right, the page in the middle. */
 export function Shell() {
@@ -29,6 +37,13 @@ export function Shell() {
   const main = useRef<HTMLElement>(null);
   const shownPath = useRef(location.pathname);
   const [menuOpen, setMenuOpen] = useState(false);
+  // The assistant's panel: never opened yet (not loaded), open, or closed (kept, with its conversation).
+  const [assistant, setAssistant] = useState<'never' | 'open' | 'closed'>('never');
+  const assistantButton = useRef<HTMLButtonElement>(null);
+  const closeAssistant = (returnFocus: boolean) => {
+    setAssistant('closed');
+    if (returnFocus) assistantButton.current?.focus();
+  };
   useEffect(() => {
     if (shownPath.current === location.pathname) return;
     shownPath.current = location.pathname;
@@ -62,7 +77,7 @@ export function Shell() {
   const { user, organisation, role } = me.data;
   const admin = roleAtLeast(role, 'admin');
   return (
-    <div className={menuOpen ? 'shell menu-open' : 'shell'}>
+    <div className={['shell', menuOpen && 'menu-open', assistant === 'open' && 'assistant-open'].filter(Boolean).join(' ')}>
       <a className="skip" href="#main">Skip to content</a>
       <header className="topbar">
         <button type="button" className="menu-button" aria-expanded={menuOpen} aria-controls="main-nav" onClick={() => setMenuOpen((o) => !o)}>
@@ -70,6 +85,16 @@ export function Shell() {
         </button>
         <span className="brand">Surveyor</span>
         <SearchBox />
+        <button
+          type="button"
+          ref={assistantButton}
+          className="assistant-button"
+          aria-expanded={assistant === 'open'}
+          aria-controls={assistant === 'never' ? undefined : 'assistant-panel'}
+          onClick={() => (assistant === 'open' ? closeAssistant(false) : setAssistant('open'))}
+        >
+          Assistant
+        </button>
         <div className="who">
           <span className="email">{user.email}</span>
           <span className="org">{organisation.name}</span>
@@ -107,6 +132,11 @@ export function Shell() {
       <main id="main" className="content" tabIndex={-1} ref={main}>
         <Outlet />
       </main>
+      {assistant !== 'never' && (
+        <Suspense fallback={<aside className="assistant"><p className="loading">Loading…</p></aside>}>
+          <AssistantPanel open={assistant === 'open'} onClose={closeAssistant} />
+        </Suspense>
+      )}
     </div>
   );
 }

@@ -97,10 +97,11 @@ export function useJobs(enabled: boolean) {
 }
 
 /** The organisation's daemons, the quietest first (`GET /api/v1/daemons`). */
-export function useDaemons() {
+export function useDaemons(enabled = true) {
   return useQuery({
     queryKey: daemonKeys.all,
     queryFn: ({ signal }) => call(routes.listDaemons, {}, { signal }),
+    enabled,
   });
 }
 
