@@ -18,6 +18,7 @@ const PACKAGES = {
   ip: 'iproute2',
   ps: 'procps',
   promtool: 'prometheus',
+  nginx: 'nginx',
   chromium: 'chromium',
 } as const;
 export type Tool = keyof typeof PACKAGES;
