@@ -90,7 +90,7 @@ export function TurnView({ turn, last, onRetry, onFollow }: { turn: Turn; last: 
   const streaming = turn.state === 'streaming';
   const lastTool = turn.tools.at(-1);
   return (
-    <article className="assistant-turn" aria-label={`Question: ${turn.question.slice(0, 80)}`}>
+    <article className="assistant-turn" aria-label={`You asked: ${turn.question.slice(0, 80)}`}>
       <div className="assistant-question">
         {turn.context && <p className="assistant-about">About {contextWord[turn.context.type]} {turn.context.label ?? turn.context.id}</p>}
         <p>{turn.question}</p>
