@@ -47,8 +47,8 @@ export interface Console {
   close(): Promise<void>;
 }
 
-/** Starts the server on a fresh data folder and Chromium; `close` stops both and removes the folder. */
-export async function startConsole(): Promise<Console> {
+/** Starts the server on a fresh data folder and Chromium (`env` adds to its configuration); `close` stops both and removes the folder. */
+export async function startConsole(env: Record<string, string> = {}): Promise<Console> {
   mkdirSync(shots, { recursive: true });
   const dataDir = mkdtempSync(path.join(tmpdir(), 'surveyor-console-e2e-'));
   const pgDatabase = await createPostgresDatabase();
@@ -57,6 +57,7 @@ export async function startConsole(): Promise<Console> {
     SERVICE_DATA_DIR: dataDir,
     SERVICE_PORT: '0',
     SERVICE_LOG_LEVEL: 'silent',
+    ...env,
     ...(pgDatabase ? { DATABASE_URL: pgDatabase.url, SERVICE_SECRET_KEY: randomBytes(32).toString('hex') } : {}),
   });
   const server = await startServer(config, createLogger('silent'), (text) => void (told += text));

@@ -69,13 +69,13 @@ describe.skipIf(!haveChromium)('the console with the keyboard only', () => {
     await p.keyboard.press('Enter');
     await heading(p, 'Overview');
 
-    // From the top: the skip link (shown once focused), the search box, the account, then the navigation in reading order, each with a ring.
+    // From the top: the skip link (shown once focused), the search box, the assistant, the account, then the navigation in reading order, each with a ring.
     await tabTo(p, 'Skip to content', { max: 1 });
     const skip = await p.getByRole('link', { name: 'Skip to content' }).boundingBox();
     expect(skip && skip.x >= 0 && skip.y >= 0).toBe(true);
     await shot(p, 'keyboard-01-skip-link');
     const order = await tabTo(p, 'Networks', { max: 10 });
-    expect(['Skip to content', ...order.map((f) => f.name)]).toEqual(['Skip to content', 'Find a host, service, CVE or network', 'Sign out', 'Overview', 'Hosts', 'Networks']);
+    expect(['Skip to content', ...order.map((f) => f.name)]).toEqual(['Skip to content', 'Find a host, service, CVE or network', 'Assistant', 'Sign out', 'Overview', 'Hosts', 'Networks']);
     expect(order.every((f) => f.ring)).toBe(true);
     await p.keyboard.press('Enter');
     await heading(p, 'Networks');

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importAdvisories } from '../../server/src/advisories/import.service.js';
 import { login, seedMemberWithKey } from '../../server/test/helpers.js';
 import { type Scanning, createNetwork, ingest, onlineDaemon, startSession } from '../../server/test/scanning.js';
+import { type ChatRequest, type FakeOpenAI, type Turn, startFakeOpenAI } from '../../server/test/fakes/openai.js';
 import { type Console, haveChromium, heading, ownerPage, ownerWithPassword, shot, startConsole } from './harness.js';
 
 // Every screen of the console at an operator's size (issue 23): a site of 220 hosts with their
@@ -56,11 +57,21 @@ const sideways = (p: Page) =>
 
 describe.skipIf(!haveChromium)('the console at the size of a real site', () => {
   let c: Console;
+  /** The assistant's provider: a model that looks the host up and answers from what the tool returned. */
+  let fake: FakeOpenAI;
   /** The pages of one thing (a host, a network, a site, a daemon), found once the site is seeded. */
   const pages: { path: string; title: string; name: string }[] = [];
 
   beforeAll(async () => {
-    c = await startConsole();
+    fake = await startFakeOpenAI((r: ChatRequest): Turn => {
+      const result = r.messages.find((m) => m.role === 'tool');
+      if (!result) return { tools: [{ name: 'host_detail', arguments: { hostId: /looking at host (\S+)/.exec(r.messages[0]?.content ?? '')?.[1] ?? '' } }] };
+      const found = JSON.parse(result.content ?? '{}') as { rows?: { hostname?: string; addresses?: string[] }[]; services?: { port: number; protocol: string; product?: string; version?: string }[] };
+      const host = found.rows?.[0] ?? {};
+      const services = (found.services ?? []).map((x) => `- ${x.product ?? 'unknown'} ${x.version ?? ''} on ${x.port}/${x.protocol}`.replace('  ', ' '));
+      return { text: `${host.hostname ?? 'The host'} (${host.addresses?.[0] ?? 'no address'}) runs ${services.length} services:\n${services.join('\n')}\n\nIts open findings are on the Vulnerabilities page.` };
+    });
+    c = await startConsole({ SERVICE_AI_BASE_URL: fake.baseUrl, SERVICE_AI_API_KEY: fake.apiKey, SERVICE_AI_MODEL: 'fake-model' });
     await ownerWithPassword(c);
     const api = (await seedMemberWithKey(c.t.database, c.org, 'editor', ['scan:run', 'inventory:write', 'inventory:read'])).token;
     const daemon = await onlineDaemon(c.t, c.org, { name: 'dc1-scanner', networkCidrs: ['10.70.0.0/23'], siteCode: 'dc1', capabilities: { nmap: true } });
@@ -105,7 +116,10 @@ describe.skipIf(!haveChromium)('the console at the size of a real site', () => {
       { path: `/daemons/${daemon.id}`, title: 'dc1-scanner', name: 'daemon' },
     );
   });
-  afterAll(() => c?.close());
+  afterAll(async () => {
+    await c?.close();
+    await fake?.close();
+  });
 
   it('shows every screen at desk width with the whole site in it', async () => {
     const p = await ownerPage(c, { viewport: { width: 1440, height: 900 } });
@@ -117,6 +131,23 @@ describe.skipIf(!haveChromium)('the console at the size of a real site', () => {
       expect(await sideways(p), `${s.path} scrolls sideways`).toBe(0);
     }
   }, 180_000);
+
+  it("asks the assistant about the host on screen, at desk width and on a phone", async () => {
+    const host = pages.find((x) => x.name === 'host')!;
+    for (const [width, height] of [[1440, 900], [390, 844]] as const) {
+      const p = await ownerPage(c, { viewport: { width, height }, ...(width < 720 ? { isMobile: true, hasTouch: true } : {}) });
+      await p.goto(host.path);
+      await heading(p, host.title);
+      await p.getByRole('button', { name: 'Assistant', exact: true }).click();
+      const panel = p.getByRole('complementary', { name: 'Assistant' });
+      await panel.getByRole('button', { name: `Ask about ${host.title}` }).click();
+      await panel.getByRole('button', { name: 'Ask', exact: true }).click();
+      await panel.getByText('Its open findings are on the Vulnerabilities page.').waitFor();
+      await panel.getByRole('link', { name: host.title }).waitFor();
+      await shot(p, `walk-${width}-assistant`, { fullPage: false });
+      expect(await sideways(p), `the assistant's panel scrolls sideways at ${width} px`).toBe(0);
+    }
+  }, 60_000);
 
   it('exports every finding the filters select as CSV, over the cursors and not only the loaded rows', async () => {
     const p = await ownerPage(c, { viewport: { width: 1440, height: 900 } });
