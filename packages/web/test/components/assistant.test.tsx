@@ -217,6 +217,13 @@ describe('the assistant panel', () => {
     expect(document.querySelector('.answer-text')?.textContent).toBe('edge-gw-01 runs');
   });
 
+  it('ends the paragraph the model wrote before asking for a tool, so the answer does not run on from it', async () => {
+    serve(() => new Response(bodyOf([sse('delta', { text: 'Let me look that up.' }), sse('tool', tool), sse('delta', { text: 'edge-gw-01 runs OpenSSH.' }), sse('done', done)]), { headers: { 'content-type': 'text/event-stream' } }));
+    await ask('which hosts run OpenSSH?');
+    await screen.findByText('edge-gw-01 runs OpenSSH.');
+    expect([...document.querySelectorAll('.answer-text p')].map((p) => p.textContent)).toEqual(['Let me look that up.', 'edge-gw-01 runs OpenSSH.']);
+  });
+
   it('stops an answer: the request is aborted and the turn says so', async () => {
     const s = manualStream();
     const served = serve(() => s.response());

@@ -21,6 +21,8 @@ export interface Turn {
   state: 'streaming' | 'done' | 'failed' | 'stopped';
   /** Why it failed: the problem's detail. */
   error: string | null;
+  /** How long the answer was when the last tool ran (0: no text before it). */
+  textBeforeTools?: number;
 }
 
 /** Room for the request's wrapper and context next to the messages. */
@@ -75,8 +77,9 @@ export function useConversation() {
         await askAssistant(
           { messages, ...(context ? { context } : {}) },
           {
-            delta: (text) => update(id, (t) => ({ answer: t.answer + text })),
-            tool: (event) => update(id, (t) => ({ tools: [...t.tools, event] })),
+            // Text the model wrote before asking for tools ("Let me look that up.") ends its paragraph there.
+            delta: (text) => update(id, (t) => ({ answer: t.answer + (t.textBeforeTools && t.answer.length === t.textBeforeTools ? '\n\n' : '') + text })),
+            tool: (event) => update(id, (t) => ({ tools: [...t.tools, event], textBeforeTools: t.answer.length })),
             done: (event) => update(id, () => ({ done: event, state: 'done' })),
           },
           controller.signal,
@@ -112,7 +115,7 @@ export function useConversation() {
       const at = turnsRef.current.findIndex((t) => t.id === id);
       const turn = turnsRef.current[at];
       if (!turn) return;
-      update(id, () => ({ answer: '', tools: [], done: null, state: 'streaming', error: null }));
+      update(id, () => ({ answer: '', tools: [], done: null, state: 'streaming', error: null, textBeforeTools: 0 }));
       void run(id, turnsRef.current.slice(0, at), turn.question, turn.context);
     },
     [run, update],
