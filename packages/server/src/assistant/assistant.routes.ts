@@ -36,7 +36,7 @@ export function registerAssistantRoutes(app: FastifyInstance, deps: { db: Kysely
       let failure: AppError | null = null;
       try {
         const done = await answer(
-          { provider, timeoutMs: config.ai.timeoutMs, maxToolRounds: config.ai.maxToolRounds, organisationName: p.organisationName, tools: { db, organisationId: p.organisationId, cursors: deps.cursors, jobs: deps.jobs.definitions } },
+          { provider, timeoutMs: config.ai.timeoutMs, maxToolRounds: config.ai.maxToolRounds, organisationName: p.organisationName, tools: { db, organisationId: p.organisationId, role: p.role, cursors: deps.cursors, jobs: deps.jobs.definitions } },
           request.body,
           {
             start() {

@@ -44,8 +44,10 @@ function systemPrompt(organisationName: string, now: Date, context: AiChatReques
 
 /** The provider's failure as the request's problem; the key never appears in what is said. */
 function providerProblem(e: unknown, provider: Provider): AppError | 'aborted' {
-  const scrub = (s: string) => (provider.apiKey ? s.split(provider.apiKey).join('[redacted]') : s);
+  // The key itself, and anything shaped like a (partly masked) provider key: "sk-abc***xyz".
+  const scrub = (s: string) => (provider.apiKey ? s.split(provider.apiKey).join('[redacted]') : s).replace(/\b(sk|key|api)[-_][A-Za-z0-9*_.-]{4,}/gi, '[redacted]');
   if (e instanceof APIUserAbortError) return 'aborted';
+  if (e === IDLE) return new AppError('upstream_timeout', 'The assistant\'s provider stopped sending in the middle of its answer (SERVICE_AI_TIMEOUT_SECONDS); try again.');
   if (e instanceof APIConnectionTimeoutError) return new AppError('upstream_timeout', 'The assistant\'s provider did not answer in time (SERVICE_AI_TIMEOUT_SECONDS); try again, or ask something narrower.');
   if (e instanceof APIConnectionError) return new AppError('upstream_error', `The assistant's provider could not be reached: ${scrub(e.message)}`);
   if (e instanceof APIError && e.status === 429) {
@@ -55,6 +57,9 @@ function providerProblem(e: unknown, provider: Provider): AppError | 'aborted' {
   if (e instanceof APIError) return new AppError('upstream_error', `The assistant's provider answered ${e.status ?? 'an error'}: ${scrub(e.message)}`);
   throw e;
 }
+
+/** The reason a round is cut when the provider goes silent mid-stream (the client's own timeout ends at the headers). */
+const IDLE = new Error('provider idle');
 
 interface PendingCall {
   id: string;
@@ -90,16 +95,32 @@ export async function answer(
     const mustAnswer = report.rounds > deps.maxToolRounds;
     const calls = new Map<number, PendingCall>();
     answerText = '';
+    // One controller per round: the request's signal (the browser left) or silence for longer than
+    // the timeout between two chunks ends it.
+    const round = new AbortController();
+    const onAbort = () => round.abort(signal.reason);
+    signal.addEventListener('abort', onAbort);
+    let idle: NodeJS.Timeout | undefined;
+    let silent = false;
+    const arm = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => {
+        silent = true;
+        round.abort();
+      }, deps.timeoutMs);
+    };
     try {
       const stream = await client.chat.completions.create(
         { model: provider.model, messages, tools, tool_choice: mustAnswer ? 'none' : 'auto', stream: true, stream_options: { include_usage: true } },
-        { signal },
+        { signal: round.signal },
       );
+      arm();
       if (!started) {
         started = true;
         sink.start();
       }
       for await (const chunk of stream) {
+        arm();
         if (chunk.usage) {
           report.usage.promptTokens += chunk.usage.prompt_tokens;
           report.usage.completionTokens += chunk.usage.completion_tokens;
@@ -120,14 +141,28 @@ export async function answer(
           calls.set(c.index, call);
         }
       }
+      // The client ends an aborted stream quietly: a cut round is no answer, and its half-received tool calls never run.
+      if (silent) throw IDLE;
     } catch (e) {
-      const problem = providerProblem(e, provider);
+      clearTimeout(idle);
+      signal.removeEventListener('abort', onAbort);
+      if (signal.aborted) {
+        report.outcome = 'aborted';
+        break;
+      }
+      const problem = providerProblem(silent ? IDLE : e, provider);
       if (problem === 'aborted') {
         report.outcome = 'aborted';
         break;
       }
       report.outcome = problem.code as TurnReport['outcome'];
       throw problem;
+    }
+    clearTimeout(idle);
+    signal.removeEventListener('abort', onAbort);
+    if (signal.aborted) {
+      report.outcome = 'aborted';
+      break;
     }
     if (calls.size === 0 || mustAnswer) break;
 

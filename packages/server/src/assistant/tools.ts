@@ -1,4 +1,4 @@
-import { type AiCitation, FindingsQuery, listQueries, snapshotDiffKinds, snapshotDiffSections } from '@surveyor/contract';
+import { type AiCitation, FindingsQuery, type Role, listQueries, roleAtLeast, snapshotDiffKinds, snapshotDiffSections } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { listDaemons } from '../daemons/daemons.service.js';
@@ -23,6 +23,8 @@ import { hostTopology } from '../topology/topology.service.js';
 export interface ToolContext {
   db: Kysely<DB>;
   organisationId: string;
+  /** The asker's role: a tool shows only what the API shows that role (job health is admin-only). */
+  role: Role;
   cursors: CursorCodec;
   jobs: readonly JobDefinition[];
 }
@@ -147,14 +149,16 @@ const tools = [
   }),
   tool({
     name: 'daemons_and_jobs',
-    description: 'The organisation\'s daemons (status, last heartbeat, quiet time, last scan) and the scheduled jobs\' health (last run, outcome, error).',
+    description: 'The organisation\'s daemons (status, last heartbeat, quiet time, last scan) and, for an admin or owner, the scheduled jobs\' health (last run, outcome, error).',
     args: z.strictObject({}),
     async run(ctx) {
-      const [daemons, jobs] = await Promise.all([listDaemons(ctx.db, ctx.organisationId), jobStatus(ctx.db, ctx.jobs, ctx.organisationId)]);
+      // Job health is Settings → Jobs, an admin surface: a viewer's or editor's assistant does not read it.
+      const admin = roleAtLeast(ctx.role, 'admin');
+      const [daemons, jobs] = await Promise.all([listDaemons(ctx.db, ctx.organisationId), admin ? jobStatus(ctx.db, ctx.jobs, ctx.organisationId) : Promise.resolve(null)]);
       return {
         rows: daemons.data as unknown as Record<string, unknown>[],
-        extra: { jobs: jobs.map(toJobStatus) },
-        summary: `${daemons.data.length} daemons and ${ctx.jobs.length} jobs`,
+        extra: jobs ? { jobs: jobs.map(toJobStatus) } : { jobs: [], jobsHidden: 'job health is shown to admins and owners only' },
+        summary: `${daemons.data.length} daemons${jobs ? ` and ${ctx.jobs.length} jobs` : ''}`,
         cite: (d) => ({ type: 'daemon', id: str(d.id), label: str(d.name) || str(d.id), href: `/daemons/${str(d.id)}` }),
       };
     },
@@ -240,7 +244,9 @@ export async function runTool(ctx: ToolContext, name: string, rawArguments: stri
   const t = tools.find((x) => x.name === name);
   let args: Record<string, unknown> = {};
   try {
-    args = rawArguments.trim() ? (JSON.parse(rawArguments) as Record<string, unknown>) : {};
+    const parsed: unknown = rawArguments.trim() ? JSON.parse(rawArguments) : {};
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return failed(name, {}, 'the arguments must be a JSON object');
+    args = parsed as Record<string, unknown>;
   } catch {
     return failed(name, {}, 'the arguments are not valid JSON');
   }

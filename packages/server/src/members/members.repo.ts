@@ -47,7 +47,8 @@ export async function findMember(db: Db, organisationId: string, userId: string)
  * demoting or removing each other at once cannot both see "another owner is left".
  */
 export async function lockOwners(db: Db, organisationId: string): Promise<string[]> {
-  const rows = await db.selectFrom('memberships').select('user_id').where('organisation_id', '=', organisationId).where('role', '=', 'owner').forUpdate().execute();
+  // Only active owners count: one the identity provider deactivated cannot act as the last owner.
+  const rows = await db.selectFrom('memberships').select('user_id').where('organisation_id', '=', organisationId).where('role', '=', 'owner').where('deactivated_at', 'is', null).forUpdate().execute();
   return rows.map((r) => r.user_id);
 }
 

@@ -62,7 +62,8 @@ export function scimErrorHandler(error: Error & { statusCode?: number; code?: st
   if (error.code === '23505') return sendScimError(reply, 409, 'A resource with the same userName, email or displayName was created at the same moment; read it and retry.', 'uniqueness');
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {
-    if (error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError) return sendScimError(reply, 400, `The body is not valid JSON: ${error.message}`, 'invalidSyntax');
+    // Not the parser's message: it quotes a piece of the body, which may hold a pushed password.
+    if (error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError) return sendScimError(reply, 400, 'The body is not valid JSON.', 'invalidSyntax');
     if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return sendScimError(reply, 400, 'The body is empty.', 'invalidSyntax');
     if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return sendScimError(reply, 415, 'Send the body as application/scim+json (or application/json).');
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendScimError(reply, 413, 'The body is larger than the SCIM surface accepts (1 MiB).');

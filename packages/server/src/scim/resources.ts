@@ -132,7 +132,7 @@ export function groupInput(body: unknown): GroupInput {
   const displayName = all.displayName;
   if (typeof displayName !== 'string' || displayName.trim() === '') bad('displayName is required.');
   if ((displayName as string).length > 256) bad('displayName: at most 256 characters.');
-  const raw = (body as { members?: unknown }).members;
+  const raw = Object.entries(body as Record<string, unknown>).find(([k]) => k.toLowerCase() === 'members')?.[1];
   if (raw !== undefined && raw !== null && !Array.isArray(raw)) bad('members: expected an array.');
   const members: string[] = [];
   for (const [i, m] of ((raw as unknown[] | undefined) ?? []).entries()) {

@@ -129,9 +129,6 @@ export async function setEmail(db: Db, userId: string, email: string): Promise<v
   await db.updateTable('users').set({ email }).where('id', '=', userId).execute();
 }
 
-export async function setPasswordHash(db: Db, userId: string, hash: string): Promise<void> {
-  await db.updateTable('users').set({ password_hash: hash, must_change_password: false }).where('id', '=', userId).execute();
-}
 
 // Groups
 
@@ -152,8 +149,20 @@ export async function listGroups(db: Db, organisationId: string, eq: { displayNa
   return q.orderBy('created_at').orderBy('id').limit(MAX_SCAN + 1).execute();
 }
 
-export function findGroup(db: Db, organisationId: string, id: string): Promise<GroupRow | undefined> {
-  return db.selectFrom('scim_groups').select(['id', 'display_name', 'external_id', 'version', 'created_at', 'updated_at']).where('organisation_id', '=', organisationId).where('id', '=', id).executeTakeFirst();
+/** A group; `forUpdate` locks its row until the transaction ends. */
+export function findGroup(db: Db, organisationId: string, id: string, forUpdate = false): Promise<GroupRow | undefined> {
+  return db
+    .selectFrom('scim_groups')
+    .select(['id', 'display_name', 'external_id', 'version', 'created_at', 'updated_at'])
+    .where('organisation_id', '=', organisationId)
+    .where('id', '=', id)
+    .$if(forUpdate, (q) => q.forUpdate())
+    .executeTakeFirst();
+}
+
+/** Locks a membership row until the transaction ends (a SCIM write to that user). */
+export async function lockMembership(db: Db, organisationId: string, userId: string): Promise<void> {
+  await db.selectFrom('memberships').select('user_id').where('organisation_id', '=', organisationId).where('user_id', '=', userId).forUpdate().execute();
 }
 
 export async function groupIdByName(db: Db, organisationId: string, displayName: string): Promise<string | undefined> {

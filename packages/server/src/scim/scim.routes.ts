@@ -34,7 +34,7 @@ async function scimSurface(app: FastifyInstance, deps: { db: Kysely<DB>; config:
   const ctx = (request: FastifyRequest): scim.ScimContext => {
     const p = request.principal;
     if (p?.kind !== 'apiKey') throw new ScimError(401, 'This endpoint needs a SCIM token.');
-    return { db: deps.db, organisationId: p.organisationId, actor: { type: 'key', keyId: p.keyId, userId: p.userId, requestId: request.id }, base };
+    return { db: deps.db, organisationId: p.organisationId, actor: { type: 'key', keyId: p.keyId, userId: p.userId, requestId: request.id }, base, actorRole: p.role };
   };
   const send = (reply: FastifyReply, status: number, body: unknown, headers: Record<string, string> = {}) =>
     reply.code(status).headers(headers).type(SCIM_MEDIA_TYPE).serializer(JSON.stringify).send(body);

@@ -1,3 +1,4 @@
+import type { Role } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
 import { hashPassword } from '../auth/passwords.js';
@@ -26,6 +27,8 @@ export interface ScimContext {
   actor: Actor;
   /** …/api/scim/v2, for locations and $ref. */
   base: string;
+  /** The current role of the token's owner (admin or owner). */
+  actorRole: Role;
 }
 
 export interface ListQuery {
@@ -91,7 +94,9 @@ export async function listUsers(ctx: ScimContext, q: ListQuery) {
   return listResponse(all, page, q, 'User');
 }
 
-async function userOrThrow(db: Kysely<DB>, organisationId: string, id: string): Promise<repo.UserRow> {
+/** The provisioned user; with `lock`, its membership row locked first (writes: concurrent PUTs with one If-Match serialise). */
+async function userOrThrow(db: Kysely<DB>, organisationId: string, id: string, lock = false): Promise<repo.UserRow> {
+  if (lock && isId(id)) await repo.lockMembership(db, organisationId, id.toLowerCase());
   const row = isId(id) ? await repo.findUser(db, organisationId, id.toLowerCase()) : undefined;
   if (!row) throw notFound('User', id);
   return row;
@@ -110,16 +115,22 @@ export async function getUser(ctx: ScimContext, id: string, q: ListQuery): Promi
 }
 
 /**
- * The hash of a pushed password (Okta's password sync), or undefined. A password under 12
- * characters (Surveyor's own minimum) is not set, and the user is still provisioned: refusing
- * would leave the person out altogether; the audit row says so.
+ * The hash of a pushed password (Okta's password sync), or undefined. It is only ever the
+ * password of a person this very request creates: a person who already has an account (in this
+ * organisation or another) keeps theirs, or one organisation's provider could sign in as them. A
+ * password under 12 characters (Surveyor's own minimum) is not set, and the user is still
+ * provisioned: refusing would leave the person out altogether; the audit row says so.
  */
 async function passwordHashOf(u: UserInput): Promise<string | undefined> {
   if (u.password === undefined || u.password.length < 12 || u.password.length > 1024) return undefined;
   return hashPassword(u.password);
 }
 
-const passwordNote = (u: UserInput, hash: string | undefined) => (u.password !== undefined && !hash ? { password: 'not set: shorter than 12 characters' } : u.password !== undefined ? { password: 'set' } : {});
+function passwordNote(u: UserInput, hash: string | undefined, newPerson: boolean): Record<string, string> {
+  if (u.password === undefined) return {};
+  if (!newPerson) return { password: 'not set: the person already has an account' };
+  return { password: hash ? 'set' : 'not set: shorter than 12 characters' };
+}
 
 async function ensureUserNameFree(db: Kysely<DB>, organisationId: string, userName: string, self?: string): Promise<void> {
   const holder = await repo.userIdByUserName(db, organisationId, userName);
@@ -129,9 +140,17 @@ async function ensureUserNameFree(db: Kysely<DB>, organisationId: string, userNa
 /** Deactivates or reactivates; refuses to deactivate the last active owner. Returns sessions ended. */
 async function setActive(trx: Kysely<DB>, ctx: ScimContext, row: repo.UserRow, active: boolean): Promise<number> {
   if (active === (row.deactivated_at === null)) return 0;
-  if (!active && row.role === 'owner') await refuseLastOwner(trx, ctx.organisationId, row);
+  if (!active && row.role === 'owner') {
+    refuseOwnerChangeByAdmin(ctx, row);
+    await refuseLastOwner(trx, ctx.organisationId, row);
+  }
   await repo.setDeactivated(trx, ctx.organisationId, row.user_id, !active);
   return active ? 0 : membersRepo.deleteSessions(trx, ctx.organisationId, row.user_id);
+}
+
+/** As in Settings → Members, only an owner acts on an owner: a token owned by an admin may not deactivate or delete one. */
+function refuseOwnerChangeByAdmin(ctx: ScimContext, row: repo.UserRow): void {
+  if (ctx.actorRole !== 'owner') throw new ScimError(403, `${row.email} is an owner: only a SCIM token owned by an owner may deactivate or delete an owner.`);
 }
 
 async function refuseLastOwner(trx: Kysely<DB>, organisationId: string, row: repo.UserRow): Promise<void> {
@@ -161,7 +180,8 @@ const sameJson = (a: unknown, b: unknown) => canonical(a) === canonical(b);
  * Writes a user's provisioned state (create, PUT, PATCH): the SCIM row, the sign-in email where
  * this organisation alone owns the login, activity, and the role its groups give.
  */
-async function saveUser(trx: Kysely<DB>, ctx: ScimContext, row: repo.UserRow, next: UserInput, passwordHash: string | undefined, created: boolean): Promise<void> {
+async function saveUser(trx: Kysely<DB>, ctx: ScimContext, row: repo.UserRow, next: UserInput, created: { passwordNote: Record<string, string> } | null): Promise<void> {
+  if (!loginEmail(next)) throw new ScimError(400, 'Surveyor signs people in by email: give userName or emails[].value as an email address.', 'invalidValue');
   await ensureUserNameFree(trx, ctx.organisationId, next.userName, row.user_id);
   const changed = row.version === null || row.user_name !== next.userName || row.external_id !== next.externalId || !sameJson(row.resource, next.resource);
   if (row.version === null) await repo.insertScimUser(trx, ctx.organisationId, row.user_id, next);
@@ -175,7 +195,6 @@ async function saveUser(trx: Kysely<DB>, ctx: ScimContext, row: repo.UserRow, ne
     await repo.setEmail(trx, row.user_id, email);
     emailChanged = true;
   }
-  if (passwordHash && (created || (await repo.membershipCount(trx, row.user_id)) === 1)) await repo.setPasswordHash(trx, row.user_id, passwordHash);
 
   const wasActive = row.deactivated_at === null;
   const active = next.active ?? wasActive;
@@ -186,7 +205,7 @@ async function saveUser(trx: Kysely<DB>, ctx: ScimContext, row: repo.UserRow, ne
   const shownEmail = emailChanged ? email! : row.email;
 
   if (created) {
-    await recordAudit(trx, ctx.actor, { organisationId: ctx.organisationId, action: 'scim.user.created', targetType: 'user', targetId: row.user_id, changes: { userName: next.userName, email: shownEmail, role, active, ...passwordNote(next, passwordHash) } });
+    await recordAudit(trx, ctx.actor, { organisationId: ctx.organisationId, action: 'scim.user.created', targetType: 'user', targetId: row.user_id, changes: { userName: next.userName, email: shownEmail, role, active, ...created.passwordNote } });
     await emit(trx, ctx.organisationId, 'member.created', [{ subjectId: row.user_id, data: { email: shownEmail, role, via: 'scim' } }]);
   } else if (changed || emailChanged) {
     await recordAudit(trx, ctx.actor, { organisationId: ctx.organisationId, action: 'scim.user.updated', targetType: 'user', targetId: row.user_id, changes: { userName: next.userName, ...(emailChanged ? { email: { from: row.email, to: email } } : {}) } });
@@ -212,6 +231,7 @@ export async function createUser(ctx: ScimContext, body: unknown): Promise<Writt
   return ctx.db.transaction().execute(async (trx) => {
     await ensureUserNameFree(trx, ctx.organisationId, next.userName);
     let user = await repo.findUserByEmail(trx, email);
+    const newPerson = !user;
     if (!user) user = { id: (await adminRepo.insertUser(trx, { email, passwordHash: passwordHash ?? null, mustChangePassword: false })).id, email };
     let row = await repo.findUser(trx, ctx.organisationId, user.id, true);
     if (row?.version !== null && row?.version !== undefined) throw new ScimError(409, `${email} is already provisioned here as ${JSON.stringify(row.user_name)}.`, 'uniqueness');
@@ -219,19 +239,18 @@ export async function createUser(ctx: ScimContext, body: unknown): Promise<Writt
       await adminRepo.insertMembership(trx, ctx.organisationId, user.id, 'viewer');
       row = (await repo.findUser(trx, ctx.organisationId, user.id, true))!;
     }
-    await saveUser(trx, ctx, row, next, passwordHash, true);
+    await saveUser(trx, ctx, row, next, { passwordNote: passwordNote(next, passwordHash, newPerson) });
     return userWritten(ctx, trx, user.id);
   });
 }
 
 /** PUT /Users/{id}: replaces the writable attributes. */
 export async function replaceUser(ctx: ScimContext, id: string, body: unknown, ifMatch: string | string[] | undefined): Promise<Written> {
-  const next = userInput(body);
-  const passwordHash = await passwordHashOf(next);
+  const next = userInput(body); // a password in a replace is ignored: it never changes an existing person's
   return ctx.db.transaction().execute(async (trx) => {
-    const row = await userOrThrow(trx, ctx.organisationId, id);
+    const row = await userOrThrow(trx, ctx.organisationId, id, true);
     checkIfMatch(ifMatch, userEtag(row));
-    await saveUser(trx, ctx, row, next, passwordHash, false);
+    await saveUser(trx, ctx, row, next, null);
     return userWritten(ctx, trx, row.user_id);
   });
 }
@@ -240,12 +259,12 @@ export async function replaceUser(ctx: ScimContext, id: string, body: unknown, i
 export async function patchUser(ctx: ScimContext, id: string, body: unknown, ifMatch: string | string[] | undefined): Promise<Written> {
   const ops = patchOperations(body);
   return ctx.db.transaction().execute(async (trx) => {
-    const row = await userOrThrow(trx, ctx.organisationId, id);
+    const row = await userOrThrow(trx, ctx.organisationId, id, true);
     checkIfMatch(ifMatch, userEtag(row));
     const { groups: _g, meta: _m, ...current } = userResource(row, [], ctx.base);
     const next = userInput(applyPatch(current, ops, 'User'));
     if (next.password !== undefined) throw new ScimError(400, 'password cannot be changed by PATCH here (changePassword is not supported).', 'mutability');
-    await saveUser(trx, ctx, row, next, undefined, false);
+    await saveUser(trx, ctx, row, next, null);
     return userWritten(ctx, trx, row.user_id);
   });
 }
@@ -253,9 +272,12 @@ export async function patchUser(ctx: ScimContext, id: string, body: unknown, ifM
 /** DELETE /Users/{id}: the membership goes, with its sessions and keys; the person stays if another organisation has them. */
 export async function deleteUser(ctx: ScimContext, id: string, ifMatch: string | string[] | undefined): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    const row = await userOrThrow(trx, ctx.organisationId, id);
+    const row = await userOrThrow(trx, ctx.organisationId, id, true);
     checkIfMatch(ifMatch, userEtag(row));
-    if (row.role === 'owner') await refuseLastOwner(trx, ctx.organisationId, row);
+    if (row.role === 'owner') {
+      refuseOwnerChangeByAdmin(ctx, row);
+      await refuseLastOwner(trx, ctx.organisationId, row);
+    }
     const sessionsEnded = await membersRepo.deleteSessions(trx, ctx.organisationId, row.user_id);
     const keysRemoved = await repo.countKeys(trx, ctx.organisationId, row.user_id);
     await membersRepo.deleteMembership(trx, ctx.organisationId, row.user_id); // keys, SCIM row and group memberships go with it
@@ -291,8 +313,9 @@ export async function listGroups(ctx: ScimContext, q: ListQuery) {
   return listResponse(all, page, q, 'Group');
 }
 
-async function groupOrThrow(db: Kysely<DB>, organisationId: string, id: string): Promise<repo.GroupRow> {
-  const g = isId(id) ? await repo.findGroup(db, organisationId, id.toLowerCase()) : undefined;
+/** The group; with `lock`, its row locked (writes: a PATCH reads members and writes the list back, so two at once must not interleave). */
+async function groupOrThrow(db: Kysely<DB>, organisationId: string, id: string, lock = false): Promise<repo.GroupRow> {
+  const g = isId(id) ? await repo.findGroup(db, organisationId, id.toLowerCase(), lock) : undefined;
   if (!g) throw notFound('Group', id);
   return g;
 }
@@ -361,7 +384,7 @@ export async function createGroup(ctx: ScimContext, body: unknown): Promise<Writ
 export async function replaceGroup(ctx: ScimContext, id: string, body: unknown, ifMatch: string | string[] | undefined): Promise<Written> {
   const next = groupInput(body);
   return ctx.db.transaction().execute(async (trx) => {
-    const g = await groupOrThrow(trx, ctx.organisationId, id);
+    const g = await groupOrThrow(trx, ctx.organisationId, id, true);
     checkIfMatch(ifMatch, etagOf(g.version));
     await saveGroup(trx, ctx, g.id, g, next);
     return groupWritten(ctx, trx, g.id);
@@ -372,7 +395,7 @@ export async function replaceGroup(ctx: ScimContext, id: string, body: unknown, 
 export async function patchGroup(ctx: ScimContext, id: string, body: unknown, ifMatch: string | string[] | undefined): Promise<Written> {
   const ops = patchOperations(body);
   return ctx.db.transaction().execute(async (trx) => {
-    const g = await groupOrThrow(trx, ctx.organisationId, id);
+    const g = await groupOrThrow(trx, ctx.organisationId, id, true);
     checkIfMatch(ifMatch, etagOf(g.version));
     const members = await repo.membersOfGroups(trx, ctx.organisationId, [g.id]);
     const current = { schemas: [URN.group], displayName: g.display_name, ...(g.external_id ? { externalId: g.external_id } : {}), members: members.map((m) => ({ value: m.user_id })) };
@@ -385,7 +408,7 @@ export async function patchGroup(ctx: ScimContext, id: string, body: unknown, if
 /** DELETE /Groups/{id}: its members lose the role it gave. */
 export async function deleteGroup(ctx: ScimContext, id: string, ifMatch: string | string[] | undefined): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    const g = await groupOrThrow(trx, ctx.organisationId, id);
+    const g = await groupOrThrow(trx, ctx.organisationId, id, true);
     checkIfMatch(ifMatch, etagOf(g.version));
     const members = await repo.groupMemberIds(trx, ctx.organisationId, g.id);
     await repo.deleteGroup(trx, ctx.organisationId, g.id);
