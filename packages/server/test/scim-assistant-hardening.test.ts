@@ -72,6 +72,22 @@ describe('review: SCIM', () => {
     expect(asOwner.statusCode, `the admin's token reset the owner's password: signed in as role ${asOwner.json().role}`).toBe(401);
   });
 
+  it('an admin\'s SCIM token cannot move the owner\'s sign-in email; an owner\'s token moves a member\'s', async () => {
+    const org = await seedOrg(t.database);
+    const adm = await seedMemberWithKey(t.database, org, 'admin', ['inventory:read']);
+    const token = await scimToken(org, adm.email);
+    const id = (await scim(token, 'POST', '/Users', userBody(org.ownerEmail))).json().id as string;
+    const moved = `elsewhere@${org.name}.test`;
+    expect((await scim(token, 'PUT', `/Users/${id}`, userBody(moved))).statusCode).toBe(200);
+    expect((await tryLogin(org.ownerEmail, PASSWORD)).statusCode).toBe(200);
+    expect((await tryLogin(moved, PASSWORD)).statusCode).toBe(401);
+    const ownerToken = await scimToken(org);
+    const member = (await scim(ownerToken, 'POST', '/Users', userBody(`old@${org.name}.test`))).json().id as string;
+    expect((await scim(ownerToken, 'PUT', `/Users/${member}`, userBody(`new@${org.name}.test`))).statusCode).toBe(200);
+    const email = await t.database.db.selectFrom('users').select('email').where('id', '=', member).executeTakeFirstOrThrow();
+    expect(email.email).toBe(`new@${org.name}.test`);
+  });
+
   it('Members: an owner cannot demote themself when the only other owner is deactivated by SCIM (no active owner left)', async () => {
     const org = await seedOrg(t.database);
     const second = `owner2@${org.name}.test`;

@@ -188,10 +188,12 @@ async function saveUser(trx: Kysely<DB>, ctx: ScimContext, row: repo.UserRow, ne
   else if (changed) await repo.updateScimUser(trx, ctx.organisationId, row.user_id, next);
 
   // The login identity is shared by every organisation of the person: it follows the provider
-  // only while this organisation is the person's only one, and only to a free address.
+  // only while this organisation is the person's only one, and only to a free address; an
+  // owner's only by an owner's token (an admin's token must not move the owner's sign-in).
   const email = loginEmail(next);
   let emailChanged = false;
-  if (email && email !== row.email && (await repo.membershipCount(trx, row.user_id)) === 1 && !(await repo.findUserByEmail(trx, email))) {
+  const mayMove = row.role !== 'owner' || ctx.actorRole === 'owner';
+  if (email && email !== row.email && mayMove && (await repo.membershipCount(trx, row.user_id)) === 1 && !(await repo.findUserByEmail(trx, email))) {
     await repo.setEmail(trx, row.user_id, email);
     emailChanged = true;
   }
