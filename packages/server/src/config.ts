@@ -42,6 +42,7 @@ export const ConfigSchema = z
     SERVICE_DAEMON_POLL_TIMEOUT_SECONDS: int(1, 60).default(30).describe('Long-poll wait handed to daemons at registration (at most 60).'),
     SERVICE_SCAN_STALL_SECONDS: int(60, 7 * 86400).default(900).describe('A running scan session that received no batch for this long is marked stalled (job scan.stall).'),
     SERVICE_JOBS_SHUTDOWN_SECONDS: int(1, 3600).default(30).describe('At shutdown, how long running job ticks may take to finish.'),
+    SERVICE_JOBS_TIME_SCALE: int(1, 3600).default(1).describe('Divides every job interval and retry wait (60: an hour of schedule in a minute). For tests and demonstrations; 1 in production.'),
     SERVICE_SSE_HEARTBEAT_SECONDS: int(1, 300).default(15).describe('Interval of the comment line on GET /api/sse that keeps idle connections open through proxies.'),
     SERVICE_SSE_MAX_BUFFER_BYTES: int(4096, 64 * 1024 * 1024).default(1024 * 1024).describe('Unread bytes an SSE client may fall behind before it is sent `event: overflow` and closed (it reconnects and resumes).'),
     SERVICE_NOTIFY_PRIVATE_TARGETS: z
@@ -114,7 +115,7 @@ export const ConfigSchema = z
     trustProxy: parseTrustProxy(e.SERVICE_TRUST_PROXY),
     corsOrigins: listOf(e.SERVICE_CORS_ORIGINS),
     daemon: { heartbeatSeconds: e.SERVICE_DAEMON_HEARTBEAT_SECONDS, pollTimeoutSeconds: e.SERVICE_DAEMON_POLL_TIMEOUT_SECONDS },
-    jobs: { scanStallSeconds: e.SERVICE_SCAN_STALL_SECONDS, shutdownSeconds: e.SERVICE_JOBS_SHUTDOWN_SECONDS },
+    jobs: { scanStallSeconds: e.SERVICE_SCAN_STALL_SECONDS, shutdownSeconds: e.SERVICE_JOBS_SHUTDOWN_SECONDS, timeScale: e.SERVICE_JOBS_TIME_SCALE },
     sse: { heartbeatMs: e.SERVICE_SSE_HEARTBEAT_SECONDS * 1000, maxBufferBytes: e.SERVICE_SSE_MAX_BUFFER_BYTES },
     advisoryFeed: e.SERVICE_ADVISORY_FEED_URL
       ? {

@@ -121,7 +121,7 @@ export interface RunningJobs {
 export async function startJobs(rt: Runtime, opts: { start?: boolean } = {}): Promise<RunningJobs> {
   const { config, logger } = rt;
   const database = config.databaseUrl ? await openDatabase(databaseOptions(config, config.dbPoolMax, logger)) : rt.database;
-  const runner = new JobRunner({ database, logger: logger.child({ component: 'jobs' }), jobs: jobDefinitions({ config, secretKey: rt.secretKey }) });
+  const runner = new JobRunner({ database, logger: logger.child({ component: 'jobs' }), jobs: jobDefinitions({ config, secretKey: rt.secretKey }), timeScale: config.jobs.timeScale });
   if (opts.start !== false) runner.start();
   return {
     runner,

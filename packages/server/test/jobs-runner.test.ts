@@ -235,6 +235,37 @@ if (TEST_DATABASE_URL) describe('two runners in separate PostgreSQL sessions on 
   });
 });
 
+describe('two started schedulers on one database run each slot of a job once (spec 1.1)', () => {
+  it('ticks a 150 ms job in 10 consecutive slots with two runners: every slot once, none twice, none skipped', async () => {
+    const other = await secondHandle();
+    let calls = 0;
+    const job = { name: 'slots.two-runners', intervalMs: 150, run: async () => void calls++ };
+    const log = capturingLogger();
+    // Both runners log to one place; each run's line names the slot it claimed.
+    const a = runnerOn(testDb.database, [job], { logger: log.logger });
+    const b = runnerOn(other.database, [job], { logger: log.logger });
+    const ran = () => log.entries().filter((e) => e.msg === 'job ran').map((e) => e.slot as number);
+    try {
+      a.start();
+      await delay(60); // the second process starts a little later, as a real one would
+      b.start();
+      await waitFor('ten slots after the first', () => ran().length >= 11, 10_000);
+    } finally {
+      await a.stop(5_000);
+      await b.stop(5_000);
+      await other.close();
+    }
+    // Before slots, each runner ran the job once per interval: about twice as many runs as slots.
+    const slots = ran();
+    expect(calls).toBe(slots.length);
+    expect(new Set(slots).size).toBe(slots.length);
+    const first = slots[0]!;
+    expect(slots).toEqual(Array.from({ length: slots.length }, (_, i) => first + i));
+    // The other runner's timer fired in the same slots and skipped them, saying why.
+    expect(log.entries().filter((e) => e.msg === 'job tick skipped: another process ran this slot').length).toBeGreaterThan(0);
+  });
+});
+
 describe('runNow: a job run on demand takes the same path as a tick', () => {
   /** A per-organisation job counting its work in the organisations it is given, failing for those in `failing`. */
   function perOrgJob(name: string, failing = new Set<string>()) {

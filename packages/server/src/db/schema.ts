@@ -588,6 +588,13 @@ export interface FlowBatchesTable {
 }
 
 /** One row per job as a whole (organisation_id null) and per organisation it works for. */
+/** The schedule's slots: which interval of each job has been claimed (runner.ts, migration 0032). */
+export interface JobSlotsTable {
+  job: string;
+  slot: string;
+  claimed_at: Generated<Timestamp>;
+}
+
 export interface JobStatusTable {
   job: string;
   organisation_id: string | null;
@@ -728,6 +735,7 @@ export interface DB {
   flows: FlowsTable;
   flow_batches: FlowBatchesTable;
   scan_batches: ScanBatchesTable;
+  job_slots: JobSlotsTable;
   job_status: JobStatusTable;
   dependency_edges: DependencyEdgesTable;
   events: EventsTable;

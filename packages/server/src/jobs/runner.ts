@@ -129,6 +129,8 @@ export interface RunnerOptions {
   sleep?: (ms: number) => Promise<void>;
   /** How long `runNow` waits for a lock another run holds (default RUN_NOW_WAIT_MS). */
   lockWaitMs?: number;
+  /** Divides every interval and retry wait of the schedule (SERVICE_JOBS_TIME_SCALE; tests and demos). */
+  timeScale?: number;
 }
 
 /** Waits `ms`, or less when `signal` aborts; leaves no listener behind either way. */
@@ -166,14 +168,18 @@ async function logEnd(db: Kysely<DB>, job: string, scope: string | null, failed:
  */
 export class JobRunner {
   private readonly jobs = new Map<string, JobDefinition>();
-  private readonly timers: NodeJS.Timeout[] = [];
+  /** Each job's next scheduled tick. */
+  private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly running = new Set<Promise<TickResult>>();
   private readonly stopping = new AbortController();
   private readonly now: () => Date;
 
+  private readonly timeScale: number;
+
   constructor(private readonly opts: RunnerOptions) {
     for (const j of opts.jobs) this.jobs.set(j.name, j);
     this.now = opts.now ?? (() => new Date());
+    this.timeScale = opts.timeScale ?? 1;
   }
 
   get names(): string[] {
@@ -189,26 +195,49 @@ export class JobRunner {
     return [...this.jobs.values()];
   }
 
-  /** Starts ticking every job: once soon after start (staggered), then on its interval. */
+  /**
+   * Starts ticking every job: once soon after start (staggered by 0.5 s), then at each boundary of
+   * its interval on the wall clock (plus the same stagger), so every process ticks a job in the
+   * same slot. A scheduled tick claims its slot in the database (`job_slots`): with any number of
+   * processes, one executes a given tick, and a slot another process ran is skipped, not run again.
+   */
   start(): void {
     let i = 0;
     for (const job of this.jobs.values()) {
-      const first = setTimeout(() => {
-        void this.scheduled(job.name);
-        const every = setInterval(() => void this.scheduled(job.name), job.intervalMs);
-        every.unref();
-        this.timers.push(every);
-      }, 1_000 + 500 * i++);
-      first.unref();
-      this.timers.push(first);
+      const interval = this.interval(job);
+      const phase = Math.round((500 * i) / this.timeScale) % interval;
+      this.later(job.name, 1_000 + 500 * i++, () => this.scheduled(job, interval, phase));
     }
-    this.opts.logger.info({ jobs: this.names }, 'job scheduler started');
+    this.opts.logger.info({ jobs: this.names, ...(this.timeScale === 1 ? {} : { timeScale: this.timeScale }) }, 'job scheduler started');
   }
 
-  private async scheduled(name: string): Promise<void> {
+  /** A job's interval on this runner's clock (SERVICE_JOBS_TIME_SCALE divides it). */
+  private interval(job: JobDefinition): number {
+    return Math.max(1, Math.round(job.intervalMs / this.timeScale));
+  }
+
+  private later(name: string, ms: number, fn: () => Promise<void>): void {
     if (this.stopping.signal.aborted) return;
-    // A tick still running when the next is due: the next is skipped (the lock would refuse it anyway).
-    await this.tick(name).catch((err) => this.opts.logger.error({ err, job: name }, 'job tick failed outside the job'));
+    const t = setTimeout(() => void fn(), ms);
+    t.unref();
+    this.timers.set(name, t);
+  }
+
+  /**
+   * One scheduled tick, then the next: at the following slot boundary, or at once when this tick
+   * ran past that boundary (the current slot is then still this process's to try; the slots it
+   * overran in full are skipped). `intended` is the slot the timer was set for: a timer firing a
+   * millisecond early still ticks its slot.
+   */
+  private async scheduled(job: JobDefinition, interval: number, phase: number, intended?: number): Promise<void> {
+    if (this.stopping.signal.aborted) return;
+    const slotAt = (t: number) => Math.floor((t - phase) / interval);
+    const slot = Math.max(intended ?? 0, slotAt(Date.now()));
+    await this.track(this.execute(job, { wait: false, slot })).catch((err) => this.opts.logger.error({ err, job: job.name }, 'job tick failed outside the job'));
+    const now = Date.now();
+    const current = slotAt(now);
+    const next = current > slot ? current : slot + 1;
+    this.later(job.name, current > slot ? 0 : next * interval + phase - now, () => this.scheduled(job, interval, phase, next));
   }
 
   /** Runs one tick of a job now, if this process gets its lock (the scheduler's way: a held lock skips). */
@@ -269,7 +298,7 @@ export class JobRunner {
     }
   }
 
-  private async execute(job: JobDefinition, run: { wait: boolean; organisationId?: string; trigger?: string; subject?: string }): Promise<TickResult> {
+  private async execute(job: JobDefinition, run: { wait: boolean; organisationId?: string; trigger?: string; subject?: string; slot?: number }): Promise<TickResult> {
     const { database, logger } = this.opts;
     const release = await this.lock(job, run.wait, run.organisationId);
     if (!release) {
@@ -277,6 +306,10 @@ export class JobRunner {
       return { job: job.name, ran: false };
     }
     try {
+      if (run.slot !== undefined && !(await status.claimSlot(database.db, job.name, run.slot))) {
+        logger.debug({ job: job.name, slot: run.slot }, 'job tick skipped: another process ran this slot');
+        return { job: job.name, ran: false };
+      }
       const policy = retryPolicy(job.intervalMs);
       const started = this.now();
       // The start is on record before any work: a run killed mid-way shows as interrupted.
@@ -301,7 +334,7 @@ export class JobRunner {
           logger.warn({ err, job: job.name, attempt: attempts, retry }, 'job attempt failed');
           if (!retry) break;
           const wait = policy.backoffMs[attempts - 1]!;
-          await (this.opts.sleep ? this.opts.sleep(wait) : realSleep(wait, this.stopping.signal));
+          await (this.opts.sleep ? this.opts.sleep(wait) : realSleep(Math.round(wait / this.timeScale), this.stopping.signal));
           if (this.stopping.signal.aborted) break; // stopped during the wait: no further attempt
         }
       }
@@ -324,8 +357,9 @@ export class JobRunner {
       await status
         .announceFailures(database.db, job.name, before, { failed: failed && !run.organisationId, error, attempts, organisations })
         .catch((err) => logger.warn({ err, job: job.name }, 'could not record job.failed events'));
-      if (outcome === 'failed') logger.error({ job: job.name, attempts, error }, 'job failed');
-      else logger.debug({ job: job.name, durationMs, detail: result?.detail }, 'job ran');
+      const slot = run.slot === undefined ? {} : { slot: run.slot };
+      if (outcome === 'failed') logger.error({ job: job.name, attempts, error, ...slot }, 'job failed');
+      else logger.debug({ job: job.name, durationMs, detail: result?.detail, ...slot }, 'job ran');
       // A failed run still reports each organisation's outcome (runFor finds its own failure there).
       const reported = result ?? (organisations ? { organisations } : undefined);
       return { job: job.name, ran: true, outcome, attempts, durationMs, ...(error ? { error, cause: failure } : {}), ...(reported ? { result: reported } : {}) };
@@ -340,8 +374,8 @@ export class JobRunner {
    */
   async stop(timeoutMs = 30_000): Promise<void> {
     this.stopping.abort();
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.length = 0;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
     if (this.running.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));

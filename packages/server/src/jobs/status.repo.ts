@@ -32,6 +32,19 @@ export async function recordStart(db: Kysely<DB>, job: string, organisationId: s
     on conflict (job, coalesce(organisation_id, '00000000-0000-0000-0000-000000000000'::uuid)) do update set started_at = excluded.started_at, updated_at = now()`.execute(db);
 }
 
+/**
+ * Claims slot `slot` of a job's schedule (its interval's boundaries counted on the wall clock):
+ * true for the one caller that moves the job to this slot, false when it is already there (or
+ * past it). One statement: two processes claiming at once cannot both win.
+ */
+export async function claimSlot(db: Kysely<DB>, job: string, slot: number): Promise<boolean> {
+  const r = await sql`
+    insert into job_slots (job, slot) values (${job}, ${slot})
+    on conflict (job) do update set slot = excluded.slot, claimed_at = now() where job_slots.slot < excluded.slot
+    returning slot`.execute(db);
+  return r.rows.length === 1;
+}
+
 /** Records the last run of a job (as a whole, or for one organisation), which is no longer in progress; its error text is always redacted. */
 export async function record(db: Kysely<DB>, e: StatusEntry): Promise<void> {
   await sql`
