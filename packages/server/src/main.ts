@@ -228,10 +228,15 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     await rt.database.close();
     throw e;
   }
+  // The scheduler's timers do not hold the process open, and a worker listens on no socket: its
+  // pool's connections were all that kept it alive, so when the database went away (a restart,
+  // a failover) the process ended (exit 13) instead of waiting for it. This handle holds it until close.
+  const alive = setInterval(() => {}, 2 ** 30);
   logger.info({ version: config.version, jobs: jobs.runner.names, ...databaseFields(rt), pid: process.pid }, `Surveyor ${config.version} worker running ${jobs.runner.names.join(', ')}`);
   return {
     runner: jobs.runner,
     async close() {
+      clearInterval(alive);
       await jobs.close();
       await rt.database.close();
     },
