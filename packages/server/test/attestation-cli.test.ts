@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PDFDocument } from 'pdf-lib';
 import * as admin from '../src/admin/admin.service.js';
 import { attestSnapshot } from '../src/attestation/attestation.service.js';
 import { runCli } from '../src/cli/main.js';
@@ -133,7 +134,23 @@ describe('surveyor snapshots verify and content', () => {
     const r = await cli('snapshots', 'verify', file('a.pdf'), '--public-key', file('key.pem'));
     expect(r.err).toEqual([]);
     expect(r.code).toBe(0);
-    expect(r.out.join('\n')).toMatch(new RegExp(`^Valid: snapshot ${snapshot.id} of "Initech [0-9a-f]{6}" \\(${organisationId}\\), reason pre_change, captured \\S+Z, attested \\S+Z\\.\nSigned by ${key.fingerprint}\\.\nContent not checked \\(give --content FILE\\); attested SHA-256 ${snapshot.contentSha256}\\.$`));
+    // Every signed field, the stats and the content's size included, and the key's fingerprint.
+    const size = statSync(file('a.pdf')).size;
+    const out = r.out.join('\n');
+    expect(out.split('\n')[0]).toMatch(/^Valid: the whole document \((\d+) bytes\) and its statement are signed by the trusted key\.$/);
+    expect(Number(/\((\d+) bytes\)/.exec(out)![1])).toBeLessThan(size);
+    const field = (label: string) => new RegExp(`^${label}:\\s+(.*)$`, 'm').exec(out)?.[1];
+    expect(field('Organisation')).toMatch(new RegExp(`^Initech [0-9a-f]{6} \\(${organisationId}\\)$`));
+    expect(field('Snapshot')).toBe(snapshot.id);
+    expect(field('Site')).toBe('whole organisation');
+    expect(field('Reason')).toBe('pre_change');
+    expect(field('Captured at')).toMatch(/Z$/);
+    expect(field('Attested at')).toMatch(/Z$/);
+    expect(field('Stats')).toMatch(/^hosts 1, addresses 1, services 0, /);
+    expect(field('Content SHA-256')).toBe(snapshot.contentSha256);
+    expect(field('Content size')).toMatch(/^\d+ bytes$/);
+    expect(field('Key fingerprint')).toBe(key.fingerprint);
+    expect(out).toMatch(/\nContent not checked \(give --content FILE\)\.$/);
   });
 
   it('verify with --public-key needs no database: it checks with the configured one unreachable', async () => {
@@ -143,20 +160,20 @@ describe('surveyor snapshots verify and content', () => {
     const code = await runCli(['snapshots', 'verify', file('a.pdf'), '--public-key', file('key.pem'), '--content', file('content.json.gz')], { out: (l) => out.push(l), err: (l) => err.push(l), env: unreachable });
     expect(err).toEqual([]);
     expect(code).toBe(0);
-    expect(out.join('\n')).toContain(`Content matches: SHA-256 ${snapshot.contentSha256}.`);
+    expect(out.join('\n')).toContain('Content matches the attested SHA-256.');
   });
 
   it('verify --content accepts the content as written (gzip) or uncompressed, with the key `keys public` printed', async () => {
     for (const content of ['content.json.gz', 'content.json']) {
       const r = await cli('snapshots', 'verify', file('a.pdf'), '--public-key', file('printed.pem'), '--content', file(content));
       expect(r.code, r.err.join()).toBe(0);
-      expect(r.out.join('\n')).toContain(`Content matches: SHA-256 ${snapshot.contentSha256}.`);
+      expect(r.out.join('\n')).toContain('Content matches the attested SHA-256.');
     }
   });
 
   it('verify without --public-key checks against the key stored in the database', async () => {
     const r = json(await cli('snapshots', 'verify', file('a.pdf'), '--content', file('content.json.gz'), '--json'));
-    expect(r).toMatchObject({ valid: true, contentChecked: true, attestation: { snapshotId: snapshot.id, organisationId, reason: 'pre_change', keyFingerprint: key.fingerprint, contentSha256: snapshot.contentSha256 } });
+    expect(r).toMatchObject({ valid: true, contentChecked: true, signedBytes: expect.any(Number), attestation: { snapshotId: snapshot.id, organisationId, reason: 'pre_change', keyFingerprint: key.fingerprint, contentSha256: snapshot.contentSha256 } });
   });
 
   it('verify refuses other content with exit 1 and the two digests', async () => {
@@ -177,11 +194,26 @@ describe('surveyor snapshots verify and content', () => {
     signature[sigAt] = signature[sigAt] === 0x41 ? 0x42 : 0x41;
     writeFileSync(file('signature.pdf'), signature);
     for (const name of ['statement.pdf', 'signature.pdf']) {
-      expect(failed(await cli('snapshots', 'verify', file(name), '--public-key', file('key.pem')), 1), name).toMatch(/^surveyor: attestation NOT valid: the signature does not match the signed statement/);
+      expect(failed(await cli('snapshots', 'verify', file(name), '--public-key', file('key.pem')), 1), name).toMatch(/^surveyor: attestation NOT valid: the signature does not match the signed document/);
       const r = await cli('snapshots', 'verify', file(name), '--json');
       expect(r.code).toBe(1);
       expect(JSON.parse(r.out[0]!)).toMatchObject({ valid: false, reason: expect.stringMatching(/^the signature does not match/) });
     }
+  });
+
+  it('verify refuses a page added or bytes appended after signing with exit 1, and a PDF signed by another key with exit 3', async () => {
+    const pdf = readFileSync(file('a.pdf'));
+    writeFileSync(file('appended.pdf'), Buffer.concat([pdf, Buffer.from('\n% a later update\n', 'latin1')]));
+    expect(failed(await cli('snapshots', 'verify', file('appended.pdf'), '--public-key', file('key.pem')), 1)).toMatch(/the PDF was changed after it was signed/);
+    const doc = await PDFDocument.load(pdf);
+    doc.addPage();
+    writeFileSync(file('page.pdf'), await doc.save());
+    expect(failed(await cli('snapshots', 'verify', file('page.pdf'), '--public-key', file('key.pem')), 1)).toMatch(/^surveyor: attestation NOT valid: /);
+    const { publicKey } = generateKeyPairSync('ed25519');
+    writeFileSync(file('stranger.pem'), publicKey.export({ type: 'spki', format: 'pem' }).toString());
+    const r = await cli('snapshots', 'verify', file('a.pdf'), '--public-key', file('stranger.pem'));
+    expect(failed(r, 3)).toMatch(/^surveyor: attestation NOT valid: signed with the key sha256:[0-9a-f]{64}, not the trusted key sha256:[0-9a-f]{64}$/);
+    expect(JSON.parse((await cli('snapshots', 'verify', file('a.pdf'), '--public-key', file('stranger.pem'), '--json')).out[0]!)).toMatchObject({ valid: false, unknownKey: true });
   });
 
   it('refuses bad arguments and unreadable files with exit 2', async () => {

@@ -1,11 +1,13 @@
-import { createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { PDFDocument, StandardFonts, rgb } from 'pdf-lib';
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../src/admin/admin.service.js';
 import { verifyAttestation } from '../src/attestation/attestation.service.js';
+import { documentSignatureUpdate } from '../src/attestation/pdf.js';
 import { parsePublicKey, signingKey, storedPublicKey } from '../src/attestation/signing-key.js';
 import { decryptSecret } from '../src/crypto/secrets.js';
 import { createLogger } from '../src/logger.js';
@@ -28,7 +30,12 @@ let editorEmail: string;
 let viewerEmail: string;
 let adminEmail: string;
 
-const cookieOf = async (email: string) => ({ cookie: (await login(t.app, email)).cookie });
+// One sign-in per person for the whole file: sign-in is rate limited per client address (10 a minute).
+const cookies = new Map<string, string>();
+const cookieOf = async (email: string) => {
+  if (!cookies.has(email)) cookies.set(email, (await login(t.app, email)).cookie);
+  return { cookie: cookies.get(email)! };
+};
 const attestation = (id: string, headers: Record<string, string>) => t.app.inject({ method: 'GET', url: `/api/v1/snapshots/${id}/attestation.pdf`, headers });
 
 function expectProblem(res: Awaited<ReturnType<typeof attestation>>, status: number, code: string) {
@@ -137,7 +144,7 @@ describe('GET /api/v1/snapshots/{id}/attestation.pdf', () => {
     line('SHA-256', snapshot.contentSha256);
     line('Size', `${snapshot.contentBytes} bytes of canonical JSON`);
     line('Key fingerprint', key.fingerprint);
-    line('Signature', signature);
+    line('Statement signature', signature);
     expect(key.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/);
     // The signed statement is printed too, the non-ASCII of the name escaped as in the signed bytes.
     expect(text.replace(/\s+/g, '')).toContain(`"organisationName":"${org.name.replace('ü', '\\u00fc').replace(/ /g, '')}"`);
@@ -208,7 +215,7 @@ describe('verifying an attestation offline', () => {
     const hex = (s: string) => Buffer.from(s).toString('hex');
     for (const [from, to] of [['"reason":"audit"', '"reason":"audiu"'], ['"hosts":2', '"hosts":3']] as const) {
       const r = await verifyAttestation(replaceOnce(pdf, hex(from), hex(to)), await trusted());
-      expect(r, from).toMatchObject({ valid: false, reason: expect.stringMatching(/^the signature does not match the signed statement/) });
+      expect(r, from).toMatchObject({ valid: false, reason: expect.stringMatching(/^the signature does not match the signed document/) });
     }
   });
 
@@ -230,6 +237,66 @@ describe('verifying an attestation offline', () => {
     const stripped = replaceOnce(pdf, '/SurveyorAttestation', '/SurveyorAttestatioX');
     expect(await verifyAttestation(stripped, await trusted())).toMatchObject({ valid: false, reason: 'not a Surveyor attestation: the PDF carries no signed statement' });
     expect(await verifyAttestation(Buffer.from('hello'), await trusted())).toMatchObject({ valid: false, reason: expect.stringMatching(/^not a readable PDF/) });
+  });
+});
+
+describe('the signature covers the whole document, not only its statement (issue 29)', () => {
+  let pdf: Buffer;
+  const signedLength = (b: Buffer) => Number(/\/ByteRange \[ 0 (\d+) \]/.exec(b.toString('latin1'))![1]);
+  beforeAll(async () => {
+    pdf = (await attestation(snapshot.id, await cookieOf(org.ownerEmail))).rawPayload;
+  });
+
+  it('signs every byte before its signature\'s update, which ends the file; the page carries the published public key', async () => {
+    const verdict = await verifyAttestation(pdf, await trusted());
+    expect(verdict).toMatchObject({ valid: true, signedBytes: signedLength(pdf) });
+    expect(pdf.toString('latin1').endsWith('%%EOF\n')).toBe(true);
+    const published = await t.app.inject({ method: 'GET', url: '/api/v1/attestation/public-key' });
+    expect(published.statusCode).toBe(200);
+    const key = (await storedPublicKey(t.database.db))!;
+    expect(published.json()).toEqual({ algorithm: 'Ed25519', publicKeyPem: key.publicKeyPem, fingerprint: key.fingerprint });
+    const text = await pdfText(pdf);
+    const body = key.publicKeyPem.replace(/-----[A-Z ]+-----|\s/g, '');
+    expect(text.replace(/\s/g, '')).toContain(body);
+  });
+
+  it('refuses a page painted over: the Hosts count drawn anew over the old one (pdf-lib), whether saved whole or appended as an update', async () => {
+    const doc = await PDFDocument.load(pdf);
+    const page = doc.getPage(0);
+    const font = await doc.embedFont(StandardFonts.Helvetica);
+    // A white box over the printed statistics and a forged count in their place.
+    page.drawRectangle({ x: 170, y: 380, width: 120, height: 140, color: rgb(1, 1, 1) });
+    page.drawText('999', { x: 220, y: 500, size: 10, font });
+    const rewritten = Buffer.from(await doc.save({ useObjectStreams: false }));
+    expect((await pdfText(rewritten)).includes('999')).toBe(true);
+    expect(await verifyAttestation(rewritten, await trusted())).toMatchObject({ valid: false, reason: expect.stringMatching(/^the PDF was changed after it was signed|^the PDF carries no document signature/) });
+    // The same change kept after the signed bytes, as an incremental update would put it.
+    const appended = Buffer.concat([pdf, rewritten.subarray(signedLength(pdf))]);
+    expect(await verifyAttestation(appended, await trusted())).toMatchObject({ valid: false, reason: expect.stringMatching(/^the PDF was changed after it was signed/) });
+  });
+
+  it('refuses one byte changed anywhere in the document: header, page content, fonts, statement, cross-reference table, signature', async () => {
+    const length = signedLength(pdf);
+    const positions = [6, Math.floor(length * 0.1), Math.floor(length * 0.25), Math.floor(length * 0.5), Math.floor(length * 0.75), length - 40, length + 120, pdf.length - 20];
+    for (const at of positions) {
+      const altered = Buffer.from(pdf);
+      altered[at] = altered[at] === 0x30 ? 0x31 : 0x30;
+      const r = await verifyAttestation(altered, await trusted());
+      expect(r.valid, `byte ${at} of ${pdf.length}`).toBe(false);
+    }
+  });
+
+  it('refuses a page added after signing, and a copy re-signed with another key that claims the real key\'s fingerprint', async () => {
+    const doc = await PDFDocument.load(pdf);
+    doc.addPage().drawText('Addendum: hosts 999', { x: 50, y: 700 });
+    const added = Buffer.from(await doc.save({ useObjectStreams: false }));
+    expect((await verifyAttestation(added, await trusted())).valid).toBe(false);
+    // A forger's signature over the same signed bytes, in an update built exactly as the service builds it.
+    const { privateKey } = generateKeyPairSync('ed25519');
+    const signed = pdf.subarray(0, signedLength(pdf));
+    const forged = Buffer.concat([signed, documentSignatureUpdate(signed, sign(null, signed, privateKey).toString('base64'))]);
+    expect(await verifyAttestation(forged, await trusted())).toMatchObject({ valid: false, reason: expect.stringMatching(/^the signature does not match the signed document/) });
+    expect((await verifyAttestation(pdf, await trusted())).valid).toBe(true);
   });
 });
 

@@ -65,20 +65,31 @@ async function verify(args: string[], io: CliIO, config: Parameters<CliVerb['run
   const content = typeof f.content === 'string' ? readInput(f.content, 'content file') : undefined;
   const key = await trustedKey(typeof f['public-key'] === 'string' ? f['public-key'] : undefined, config);
   const r = await verifyAttestation(pdf, key, content);
+  const code = r.valid ? 0 : r.unknownKey ? 3 : 1;
   if (f.json) {
-    io.out(JSON.stringify(r.valid ? { valid: true, contentChecked: r.contentChecked, attestation: r.payload } : { valid: false, reason: r.reason, ...(r.payload ? { attestation: r.payload } : {}) }));
-    return r.valid ? 0 : 1;
+    io.out(JSON.stringify(r.valid ? { valid: true, contentChecked: r.contentChecked, signedBytes: r.signedBytes, attestation: r.payload } : { valid: false, reason: r.reason, ...(r.unknownKey ? { unknownKey: true } : {}), ...(r.payload ? { attestation: r.payload } : {}) }));
+    return code;
   }
   if (!r.valid) {
     io.err(`surveyor: attestation NOT valid: ${r.reason}`);
-    return 1;
+    return code;
   }
   const p = r.payload;
+  // Every signed field, so what the page claims can be read against what was signed.
   io.out(
     [
-      `Valid: snapshot ${p.snapshotId} of ${JSON.stringify(p.organisationName)} (${p.organisationId}), reason ${p.reason}, captured ${p.capturedAt}, attested ${p.issuedAt}.`,
-      `Signed by ${p.keyFingerprint}.`,
-      r.contentChecked ? `Content matches: SHA-256 ${p.contentSha256}.` : `Content not checked (give --content FILE); attested SHA-256 ${p.contentSha256 ?? 'none'}.`,
+      `Valid: the whole document (${r.signedBytes} bytes) and its statement are signed by the trusted key.`,
+      `Organisation:     ${p.organisationName} (${p.organisationId})`,
+      `Snapshot:         ${p.snapshotId}`,
+      `Site:             ${p.siteId ?? 'whole organisation'}`,
+      `Reason:           ${p.reason}`,
+      `Captured at:      ${p.capturedAt}`,
+      `Attested at:      ${p.issuedAt}`,
+      `Stats:            ${Object.entries(p.stats).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+      `Content SHA-256:  ${p.contentSha256 ?? 'not recorded'}`,
+      `Content size:     ${p.contentBytes === null ? 'not recorded' : `${p.contentBytes} bytes`}`,
+      `Key fingerprint:  ${p.keyFingerprint}`,
+      r.contentChecked ? 'Content matches the attested SHA-256.' : 'Content not checked (give --content FILE).',
     ].join('\n'),
   );
   return 0;
@@ -103,12 +114,14 @@ async function content(args: string[], io: CliIO, config: Parameters<CliVerb['ru
 export const snapshotsVerb: CliVerb = {
   usage: ['snapshots verify FILE.pdf [--public-key KEY.pem] [--content FILE] [--json]', 'snapshots content ID --out FILE [--json]'],
   help: `verify: checks an attestation PDF (GET /api/v1/snapshots/{id}/attestation.pdf) offline: that its signed
-statement carries the trusted key's fingerprint and that the Ed25519 signature matches it. The trusted
+statement carries the trusted key's fingerprint and that the Ed25519 signatures match it. The trusted
 key is --public-key (PEM, as \`surveyor keys public\` prints it; no database needed), else the key
 stored in this configuration's database. With --content it also checks the SHA-256 of a snapshot's
-content: the gzip file \`snapshots content\` writes, or the same JSON uncompressed. Exit 0 valid,
-1 not valid (the reason on stderr; with --json {"valid":false,"reason":…} on stdout), 2 bad arguments
-or an unreadable file.
+content: the gzip file \`snapshots content\` writes, or the same JSON uncompressed. The signature covers
+every byte of the document (any change to any page fails) and the statement; valid, it prints every
+signed field. Exit 0 valid; 1 not valid: altered, not an attestation, or other content (the reason on
+stderr; with --json {"valid":false,"reason":…} on stdout); 3 signed by another key than the trusted
+one; 2 bad arguments or an unreadable file.
 content: writes a snapshot's stored content (canonical JSON, gzip-compressed, as kept) to FILE.`,
   async run([sub, ...args], io, config) {
     if (sub === 'verify') return verify(args, io, config);

@@ -33,16 +33,16 @@ export function canonicalPayload(p: AttestationPayload): string {
   return JSON.stringify(ordered).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-/** Ed25519 signature of the canonical text's bytes, base64. */
-export function signPayload(text: string, privateKey: KeyObject): string {
-  return sign(null, Buffer.from(text, 'latin1'), privateKey).toString('base64');
+/** Ed25519 signature of the canonical text's bytes (or of a document's bytes), base64. */
+export function signPayload(text: string | Uint8Array, privateKey: KeyObject): string {
+  return sign(null, typeof text === 'string' ? Buffer.from(text, 'latin1') : text, privateKey).toString('base64');
 }
 
-export function signatureMatches(text: string, signatureBase64: string, publicKey: KeyObject): boolean {
+export function signatureMatches(text: string | Uint8Array, signatureBase64: string, publicKey: KeyObject): boolean {
   const signature = Buffer.from(signatureBase64, 'base64');
   // Base64 decoding skips what it cannot read; an altered character must not slip through.
   if (signature.length !== 64 || signature.toString('base64') !== signatureBase64) return false;
-  return verify(null, Buffer.from(text, 'latin1'), publicKey, signature);
+  return verify(null, typeof text === 'string' ? Buffer.from(text, 'latin1') : text, publicKey, signature);
 }
 
 /** Parses an embedded payload text; throws with a reason when it is not one this version reads. */

@@ -4,6 +4,9 @@ import type { AttestationPayload } from './payload.js';
 /** Where the signed statement and its signature live in the PDF: entries of the document information dictionary. */
 export const INFO_PAYLOAD = 'SurveyorAttestation';
 export const INFO_SIGNATURE = 'SurveyorSignature';
+export const INFO_PUBLIC_KEY = 'SurveyorPublicKey';
+/** The trailer entry of the last incremental update: the signature over every byte before that update. */
+export const TRAILER_DOCUMENT_SIGNATURE = 'SurveyorDocumentSignature';
 
 const STAT_LABELS: Record<string, string> = {
   hosts: 'Hosts', addresses: 'Addresses', services: 'Services', networks: 'Networks', sites: 'Sites',
@@ -42,7 +45,7 @@ function wrap(text: string, font: PDFFont, size: number, width: number): string[
  * the same statement and its signature in the document information dictionary for the verifier
  * (`surveyor snapshots verify`). Written without object streams, so those entries stay plain in the file.
  */
-export async function renderAttestationPdf(p: AttestationPayload, text: string, signature: string): Promise<Uint8Array> {
+export async function renderAttestationPdf(p: AttestationPayload, text: string, signature: string, publicKeyPem: string): Promise<Uint8Array> {
   const doc = await PDFDocument.create();
   const [regular, bold, mono] = await Promise.all([doc.embedFont(StandardFonts.Helvetica), doc.embedFont(StandardFonts.HelveticaBold), doc.embedFont(StandardFonts.Courier)]);
   const issued = new Date(p.issuedAt);
@@ -57,6 +60,7 @@ export async function renderAttestationPdf(p: AttestationPayload, text: string, 
   const info = doc.context.lookup(doc.context.trailerInfo.Info, PDFDict);
   info.set(PDFName.of(INFO_PAYLOAD), PDFHexString.of(Buffer.from(text, 'latin1').toString('hex')));
   info.set(PDFName.of(INFO_SIGNATURE), PDFString.of(signature));
+  info.set(PDFName.of(INFO_PUBLIC_KEY), PDFString.of(publicKeyPem.trim().replace(/\n/g, ' ')));
 
   const margin = 50;
   const valueX = 175;
@@ -115,9 +119,10 @@ export async function renderAttestationPdf(p: AttestationPayload, text: string, 
   field('Size', p.contentBytes === null ? 'not recorded' : `${p.contentBytes} bytes of canonical JSON`);
 
   heading('Signature');
-  field('Algorithm', 'Ed25519, over the bytes of the signed statement below');
+  field('Algorithm', 'Ed25519, over every byte of this document (the signature follows them, in the last incremental update), and over the bytes of the signed statement below');
   field('Key fingerprint', p.keyFingerprint, mono, 8);
-  field('Signature', signature, mono, 7);
+  field('Public key', publicKeyPem.replace(/-----[A-Z ]+-----|\s/g, ''), mono, 7);
+  field('Statement signature', signature, mono, 7);
 
   heading('Signed statement');
   // Cut at a fixed count of characters, never at spaces: the printed lines joined are the signed text.
@@ -128,12 +133,55 @@ export async function renderAttestationPdf(p: AttestationPayload, text: string, 
     y -= 10;
   }
   y -= 8;
-  for (const l of wrap('To verify: surveyor snapshots verify THIS.pdf --public-key KEY.pem [--content SNAPSHOT.json.gz]. The public key is what `surveyor keys public` prints; its fingerprint must be the one above.', regular, 8, width - 2 * margin)) {
+  for (const l of wrap('To verify: surveyor snapshots verify THIS.pdf --public-key KEY.pem [--content SNAPSHOT.json.gz]. Trust the public key the service publishes (GET /api/v1/attestation/public-key, or `surveyor keys public`), not the one printed here: its fingerprint must be the one above. Any change to any page fails verification.', regular, 8, width - 2 * margin)) {
     need(11);
     textAt(l, margin, regular, 8, grey);
     y -= 11;
   }
   return doc.save({ useObjectStreams: false });
+}
+
+/**
+ * The incremental update that carries the document signature, appended to the signed bytes. It is
+ * fixed by those bytes and the signature alone (the object number and offsets follow from the
+ * signed file's last trailer), so a verifier rebuilds it and finds any other byte after the signed
+ * range, such as a further update painting over a page or adding one.
+ */
+export function documentSignatureUpdate(signed: Uint8Array, signature: string): Buffer {
+  const text = Buffer.from(signed).toString('latin1');
+  const trailer = text.slice(text.lastIndexOf('trailer'));
+  const size = Number(/\/Size (\d+)/.exec(trailer)?.[1]);
+  const root = /\/Root (\d+ \d+ R)/.exec(trailer)?.[1];
+  const info = /\/Info (\d+ \d+ R)/.exec(trailer)?.[1];
+  const prev = /startxref\s+(\d+)\s+%%EOF\s*$/.exec(text)?.[1];
+  if (!Number.isInteger(size) || !root || !info || !prev) throw new Error('not a PDF this version signs: its trailer names no size, catalog or information dictionary');
+  const object = `\n${size} 0 obj\n<<\n/Type /SurveyorSignature\n/Filter /Surveyor.Ed25519\n/ByteRange [ 0 ${signed.length} ]\n/Contents (${signature})\n>>\nendobj\n`;
+  const xrefAt = signed.length + object.length;
+  const xref = `xref\n${size} 1\n${String(signed.length + 1).padStart(10, '0')} 00000 n \ntrailer\n<<\n/Size ${size + 1}\n/Root ${root}\n/Info ${info}\n/Prev ${prev}\n/${TRAILER_DOCUMENT_SIGNATURE} ${size} 0 R\n>>\nstartxref\n${xrefAt}\n%%EOF\n`;
+  return Buffer.from(object + xref, 'latin1');
+}
+
+/**
+ * The signed bytes of an attestation and the document signature over them; throws with a reason
+ * when the PDF carries none, or carries anything after the signed range but its own update.
+ */
+export function splitSignedPdf(bytes: Uint8Array): { signed: Buffer; signature: string } {
+  const all = Buffer.from(bytes);
+  const text = all.toString('latin1');
+  const at = text.lastIndexOf('/Type /SurveyorSignature\n');
+  const m = at < 0 ? null : /^\/Type \/SurveyorSignature\n\/Filter \/Surveyor\.Ed25519\n\/ByteRange \[ 0 (\d+) \]\n\/Contents \(([A-Za-z0-9+/=]*)\)/.exec(text.slice(at));
+  if (!m) throw new Error('the PDF carries no document signature: it was rewritten after it was signed, or made by a release that signed only its statement');
+  const length = Number(m[1]);
+  if (length <= 0 || length >= all.length) throw new Error('the document signature names a signed range that is not in the file');
+  const signed = all.subarray(0, length);
+  let expected: Buffer;
+  try {
+    expected = documentSignatureUpdate(signed, m[2]!);
+  } catch {
+    throw new Error('the PDF was changed after it was signed: the bytes its signature names no longer end in a trailer (the file was rewritten)');
+  }
+  if (!all.subarray(length).equals(expected)) throw new Error('the PDF was changed after it was signed: it holds bytes after the signed range other than its signature (an added page, a painted-over page, an update)');
+  return { signed, signature: m[2]! };
 }
 
 /** The signed statement and signature embedded in an attestation PDF; throws with a reason when absent. */
