@@ -120,6 +120,21 @@ describe('advisories and findings', () => {
       expect(row).toMatchObject({ severity: 'high', vector: HIGH });
     });
 
+    it('reports a criteria string that is not CPE 2.3 as skipped with its reason, and keeps the record and its other criteria (issue 29)', async () => {
+      // The real CVE-2024-6387 record with one criterion cut short (10 attributes), as malformed records carry them.
+      const rec = structuredClone(fixture('nvd-CVE-2024-6387.json')) as { vulnerabilities: { cve: { id: string; lastModified: string; configurations: { nodes: { cpeMatch: { criteria: string }[] }[] }[] } }[] };
+      const cve = rec.vulnerabilities[0]!.cve;
+      cve.id = 'CVE-2031-0099';
+      const matches = cve.configurations.flatMap((g) => g.nodes.flatMap((n) => n.cpeMatch));
+      expect(matches.length).toBeGreaterThan(1);
+      matches[0]!.criteria = 'cpe:2.3:a:openbsd:openssh:*:*:*:*:*:*:*';
+      const r = await imported(rec);
+      expect(r).toMatchObject({ new: 1, skippedCount: 1 });
+      expect(r.skipped).toEqual([{ id: 'CVE-2031-0099', reason: 'criteria "cpe:2.3:a:openbsd:openssh:*:*:*:*:*:*:*" is not a CPE 2.3 formatted string (cpe:2.3: and 11 attributes); kept, it can never match' }]);
+      const keys = await t.database.db.selectFrom('advisory_products').select('product_key').where('advisory_id', '=', 'CVE-2031-0099').execute();
+      expect(keys.length).toBeGreaterThan(0);
+    });
+
     it('refuses a viewer (403 forbidden), and every upload when SERVICE_ADVISORY_UPLOAD=deny', async () => {
       const viewer = await seedMemberWithKey(t.database, org, 'viewer', ['inventory:read']);
       const res = await importDoc(page(WIDGET), await login(t.app, viewer.email));

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import cvss from 'ae-cvss-calculator';
 import { z } from 'zod';
-import { type Configuration, type OsvAffected, indexKeys, osvPackageKey } from './matching/index.js';
+import { type Configuration, type OsvAffected, indexKeys, osvPackageKey, parseCpe23 } from './matching/index.js';
 
 // NVD CVE API 2.0 and OSV records, read into one shape: the advisory as the mirror keeps it.
 // The external formats are validated loosely (they grow fields); what the matcher needs is checked.
@@ -134,7 +134,12 @@ function finish(r: Omit<AdvisoryRecord, 'score' | 'vector' | 'severity' | 'sha25
   return { ...kept, sha256: createHash('sha256').update(JSON.stringify(kept)).digest('hex') };
 }
 
-function nvdRecord(raw: unknown): AdvisoryRecord | Skip {
+/**
+ * An NVD record, and (into `skipped`) each criteria string of it that is not a CPE 2.3 formatted
+ * string: such a criterion can never match, so the record is kept with it (an AND configuration
+ * stays unmatchable rather than widen) and the import says which criterion and why.
+ */
+function nvdRecord(raw: unknown, skipped: Skip[]): AdvisoryRecord | Skip {
   const parsed = NvdCve.safeParse(raw);
   const id = typeof (raw as { id?: unknown })?.id === 'string' ? (raw as { id: string }).id : null;
   if (!parsed.success) return { id, reason: `not an NVD CVE record: ${parsed.error.issues[0]?.path.join('.') || 'record'}: ${parsed.error.issues[0]?.message}` };
@@ -158,6 +163,10 @@ function nvdRecord(raw: unknown): AdvisoryRecord | Skip {
       })),
     })),
   }));
+  for (const g of configurations)
+    for (const n of g.nodes)
+      for (const m of n.cpeMatch)
+        if (!parseCpe23(m.criteria)) skipped.push({ id: c.id, reason: `criteria ${JSON.stringify(m.criteria.slice(0, 200))} is not a CPE 2.3 formatted string (cpe:2.3: and 11 attributes); kept, it can never match` });
   const withdrawn = c.vulnStatus === 'Rejected';
   return finish(
     {
@@ -236,8 +245,8 @@ export function recordsOf(doc: unknown): { records: AdvisoryRecord[]; skipped: S
   const skipped: Skip[] = [];
   const take = (r: AdvisoryRecord | Skip) => ('sha256' in r ? records.push(r) : skipped.push(r));
   const one = (x: unknown) => {
-    if (isObject(x) && isObject(x.cve)) take(nvdRecord(x.cve));
-    else if (isObject(x) && typeof x.id === 'string' && ('descriptions' in x || 'sourceIdentifier' in x || 'lastModified' in x)) take(nvdRecord(x));
+    if (isObject(x) && isObject(x.cve)) take(nvdRecord(x.cve, skipped));
+    else if (isObject(x) && typeof x.id === 'string' && ('descriptions' in x || 'sourceIdentifier' in x || 'lastModified' in x)) take(nvdRecord(x, skipped));
     else if (isObject(x) && typeof x.id === 'string' && 'modified' in x) take(osvRecord(x));
     else skipped.push({ id: isObject(x) && typeof x.id === 'string' ? x.id : null, reason: 'neither an NVD CVE record nor an OSV record' });
   };
