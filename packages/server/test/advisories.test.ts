@@ -135,6 +135,20 @@ describe('advisories and findings', () => {
       expect(keys.length).toBeGreaterThan(0);
     });
 
+    it('refuses a document without one usable record with 400 validation_failed and the reasons, and leaves the mirror\'s age alone (issue 29)', async () => {
+      const mirror = async () => (await t.app.inject({ method: 'GET', url: '/api/v1/advisories', headers: { cookie: admin.cookie } })).json().feed.confirmedAt as string | null;
+      await imported(page(nvd('CVE-2031-0050', { configurations: range('cpe:2.3:a:acme:gadget:*:*:*:*:*:*:*:*', { versionEndIncluding: '1.0' }) })));
+      const before = await mirror();
+      expect(before).not.toBeNull();
+      for (const doc of [[{ id: 'not an advisory' }, { cve: { id: 'CVE-2031-0051' } }], { resultsPerPage: 0, startIndex: 0, totalResults: 0, vulnerabilities: [] }]) {
+        const res = await importDoc(doc);
+        expect(res.statusCode, res.body).toBe(400);
+        expect(res.json()).toMatchObject({ code: 'validation_failed', detail: expect.stringMatching(/^The document holds no usable advisory record/) });
+      }
+      expect((await importDoc([{ id: 'not an advisory' }])).json().issues).toEqual([{ path: 'not an advisory', message: expect.stringMatching(/neither an NVD CVE record nor an OSV record/) }]);
+      expect(await mirror()).toBe(before);
+    });
+
     it('refuses a viewer (403 forbidden), and every upload when SERVICE_ADVISORY_UPLOAD=deny', async () => {
       const viewer = await seedMemberWithKey(t.database, org, 'viewer', ['inventory:read']);
       const res = await importDoc(page(WIDGET), await login(t.app, viewer.email));

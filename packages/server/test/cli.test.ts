@@ -237,12 +237,19 @@ describe('surveyor advisories', () => {
     expect(status).toMatchObject({ advisories: 2, nvd: 1, osv: 1, withdrawn: 0, url: null, lastError: null, confirmedAt: expect.any(String) });
   });
 
-  it('import lists skipped records with why, and a file that is not JSON exits 1 naming it, importing nothing', async () => {
+  it('import refuses a file without one usable record (exit 1, the reasons, the mirror not confirmed current), and a file that is not JSON exits 1 naming it, importing nothing', async () => {
+    const confirmed = async () => JSON.parse((await cli('advisories', 'status', '--json')).out[0]!).confirmedAt as string | null;
+    const before = await confirmed();
     const mixed = path.join(dataDir, 'mixed.json');
     writeFileSync(mixed, JSON.stringify([{ id: 'GHSA-xxxx', modified: 'not a time' }, { hello: 'world' }]));
     const r = await cli('advisories', 'import', mixed);
-    expect(r.code).toBe(0);
-    expect(r.out.join('\n').split('\n')).toEqual([`${mixed}: 0 new, 0 updated, 0 unchanged, 2 skipped`, '  skipped GHSA-xxxx: modified is not a timestamp', '  skipped (no id): neither an NVD CVE record nor an OSV record']);
+    expect(r.code).toBe(1);
+    expect(r.out).toEqual([]);
+    expect(r.err).toEqual([`surveyor: ${mixed}: The document holds no usable advisory record (2 skipped: GHSA-xxxx: modified is not a timestamp; (no id): neither an NVD CVE record nor an OSV record); nothing was imported and the mirror is not confirmed current.`]);
+    const empty = path.join(dataDir, 'empty.json');
+    writeFileSync(empty, JSON.stringify({ resultsPerPage: 0, startIndex: 0, totalResults: 0, vulnerabilities: [] }));
+    expect((await cli('advisories', 'import', empty)).err).toEqual([expect.stringMatching(/holds no usable advisory record \(it lists none\)/)]);
+    expect(await confirmed()).toBe(before);
     const bad = path.join(dataDir, 'bad.json');
     writeFileSync(bad, '{ not json');
     const failed = await cli('advisories', 'import', mixed, bad);

@@ -22,6 +22,7 @@ describe.skipIf(!haveChromium)('advisories in Chromium', () => {
     writeFileSync(path.join(dir, 'nvd-page.json.gz'), gzipSync(NVD));
     writeFileSync(path.join(dir, 'nvd-page.json'), NVD);
     writeFileSync(path.join(dir, 'notes.json'), 'these are not advisories');
+    writeFileSync(path.join(dir, 'nothing.json'), JSON.stringify([{ hello: 'world' }]));
   });
   afterAll(async () => {
     await c?.close();
@@ -53,6 +54,12 @@ describe.skipIf(!haveChromium)('advisories in Chromium', () => {
     await p.getByRole('button', { name: 'Import' }).click();
     await p.getByRole('alert').filter({ hasText: 'notes.json is not JSON' }).waitFor();
     await shot(p, 'advisories-03-not-json');
+
+    // JSON without one usable record: refused by the server with the reason, the mirror's age kept.
+    await file.setInputFiles(path.join(dir, 'nothing.json'));
+    await p.getByRole('button', { name: 'Import' }).click();
+    await p.getByRole('alert').filter({ hasText: 'The document holds no usable advisory record (1 skipped: (no id): neither an NVD CVE record nor an OSV record)' }).waitFor();
+    await shot(p, 'advisories-04-no-record');
   });
 
   it('shows a viewer the mirror and no upload', async () => {

@@ -1,5 +1,6 @@
 import { UsageError, parseFlags } from '../cli/args.js';
 import { withMigratedDatabase } from '../db/open.js';
+import { AppError } from '../errors.js';
 import type { CliVerb } from '../module.js';
 import * as repo from './advisories.repo.js';
 import { type ImportResult, importAdvisories, readAdvisoryFile } from './import.service.js';
@@ -21,7 +22,8 @@ import: NVD CVE API 2.0 JSON (a response page or one record) and OSV JSON (one r
   the next cve.match run (every 5 minutes).
 status: how many advisories, when the mirror was last confirmed current, the feed's last error.
 rematch: every organisation's next cve.match run matches all of its services again.
-Exit 2 on bad arguments, 1 when a file cannot be read.`,
+Exit 2 on bad arguments, 1 when a file cannot be read or holds no usable record (the other files are still imported;
+the mirror is not confirmed current by such a file).`,
   async run([sub, ...args], io, config) {
     if (sub === 'import') {
       const files = args.filter((a) => !a.startsWith('--'));
@@ -37,13 +39,23 @@ Exit 2 on bad arguments, 1 when a file cannot be read.`,
         }
       }
       return withMigratedDatabase(config, async (database) => {
-        const results: Record<string, ImportResult> = {};
+        const results: Record<string, ImportResult | { error: string }> = {};
+        let failed = false;
         for (const [file, doc] of docs) {
-          results[file] = await importAdvisories(database.db, [doc]);
-          if (!f.json) io.out(human(file, results[file]!));
+          try {
+            const r = await importAdvisories(database.db, [doc]);
+            results[file] = r;
+            if (!f.json) io.out(human(file, r));
+          } catch (err) {
+            if (!(err instanceof AppError)) throw err;
+            // A file without one usable record: said, counted as a failure, the other files still imported.
+            failed = true;
+            results[file] = { error: err.message };
+            io.err(`surveyor: ${file}: ${err.message}`);
+          }
         }
         if (f.json) io.out(JSON.stringify(results));
-        return 0;
+        return failed ? 1 : 0;
       });
     }
     if (sub === 'status') {

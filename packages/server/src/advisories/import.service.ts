@@ -3,6 +3,7 @@ import { gunzipSync } from 'node:zlib';
 import type { Kysely } from 'kysely';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
 import type { DB } from '../db/schema.js';
+import { AppError } from '../errors.js';
 import * as repo from './advisories.repo.js';
 import { type AdvisoryRecord, type Skip, recordsOf } from './records.js';
 
@@ -56,9 +57,20 @@ export async function storeAdvisories(db: Kysely<DB>, docs: Iterable<unknown>): 
   };
 }
 
-/** Stores the advisories of `docs` (see storeAdvisories), then confirms the mirror current (an import). */
+/**
+ * Stores the advisories of `docs` (see storeAdvisories), then confirms the mirror current (an
+ * import). A document without one usable record is refused (400 `validation_failed`, naming the
+ * first reasons) and confirms nothing: an empty or unreadable file must not make a stale mirror
+ * look current, so the stale-feed alert still fires.
+ */
 export async function importAdvisories(db: Kysely<DB>, docs: Iterable<unknown>): Promise<ImportResult> {
   const r = await storeAdvisories(db, docs);
+  if (r.new + r.updated + r.unchanged === 0) {
+    const why = r.skipped.slice(0, 3).map((s) => `${s.id ?? '(no id)'}: ${s.reason}`).join('; ');
+    throw new AppError('validation_failed', `The document holds no usable advisory record${r.skippedCount ? ` (${r.skippedCount} skipped: ${why}${r.skippedCount > 3 ? '; …' : ''})` : ' (it lists none)'}; nothing was imported and the mirror is not confirmed current.`, {
+      issues: r.skipped.slice(0, 10).map((s) => ({ path: s.id ?? '', message: s.reason })),
+    });
+  }
   return { ...r, feedConfirmedAt: (await repo.confirmFeed(db)).toISOString() };
 }
 
