@@ -120,6 +120,17 @@ describe('advisories and findings', () => {
       expect(row).toMatchObject({ severity: 'high', vector: HIGH });
     });
 
+    it('replaces a record re-imported with the same lastModified but other content (the content hash wins), and counts it updated (issue 29)', async () => {
+      const config = range('cpe:2.3:a:acme:gizmo:*:*:*:*:*:*:*:*', { versionEndIncluding: '2.0' });
+      expect(await imported(page(nvd('CVE-2031-0060', { configurations: config, description: 'first text' })))).toMatchObject({ new: 1 });
+      expect(await imported(page(nvd('CVE-2031-0060', { configurations: config, description: 'first text' })))).toMatchObject({ new: 0, updated: 0, unchanged: 1 });
+      const wider = range('cpe:2.3:a:acme:gizmo:*:*:*:*:*:*:*:*', { versionEndIncluding: '3.0' });
+      expect(await imported(page(nvd('CVE-2031-0060', { configurations: wider, description: 'second text' })))).toMatchObject({ new: 0, updated: 1, unchanged: 0 });
+      const row = await t.database.db.selectFrom('advisories').selectAll().where('id', '=', 'CVE-2031-0060').executeTakeFirstOrThrow();
+      expect(row.summary).toBe('second text');
+      expect(JSON.stringify(row.affected)).toContain('3.0');
+    });
+
     it('reports a criteria string that is not CPE 2.3 as skipped with its reason, and keeps the record and its other criteria (issue 29)', async () => {
       // The real CVE-2024-6387 record with one criterion cut short (10 attributes), as malformed records carry them.
       const rec = structuredClone(fixture('nvd-CVE-2024-6387.json')) as { vulnerabilities: { cve: { id: string; lastModified: string; configurations: { nodes: { cpeMatch: { criteria: string }[] }[] }[] } }[] };

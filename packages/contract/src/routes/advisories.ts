@@ -20,7 +20,7 @@ export const advisoryRoutes = {
     operationId: 'adminAdvisoryImport',
     summary: 'Import advisories (an NVD CVE API 2.0 or OSV JSON document) into the mirror shared by every organisation',
     description:
-      'Idempotent: a record already held at the same or a newer modification time changes nothing; a newer one replaces it. ' +
+      'Idempotent: a record already held at a newer modification time changes nothing, a newer one replaces it, and one at the same time replaces it only when its content differs (the content hash wins). A document without one usable record is refused (400 validation_failed) and does not confirm the mirror current. ' +
       'Matching happens on the next `cve.match` run (every 5 minutes), or now with `POST /api/v1/admin/cve-match`. ' +
       'The body may be as large as SERVICE_INGEST_BODY_LIMIT_BYTES; for whole feeds use `surveyor advisories import` or SERVICE_ADVISORY_FEED_URL.',
     tags: ['admin'],

@@ -17,8 +17,8 @@ export const advisoriesVerb: CliVerb = {
   usage: ['advisories import FILE… [--json]', 'advisories status [--json]', 'advisories rematch'],
   help: `Manages the advisory mirror shared by every organisation (migrating the database first).
 import: NVD CVE API 2.0 JSON (a response page or one record) and OSV JSON (one record or an array),
-  plain or gzip; idempotent (a record already held at the same or a newer modification changes
-  nothing); prints new, updated, unchanged and skipped (with why) per file. Matching follows on
+  plain or gzip; idempotent (a record already held at a newer modification, or at the same with the
+  same content, changes nothing); prints new, updated, unchanged and skipped (with why) per file. Matching follows on
   the next cve.match run (every 5 minutes).
 status: how many advisories, when the mirror was last confirmed current, the feed's last error.
 rematch: every organisation's next cve.match run matches all of its services again.

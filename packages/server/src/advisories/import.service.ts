@@ -23,8 +23,9 @@ export interface ImportResult {
 
 /**
  * Stores the advisories of `docs` (NVD API 2.0 or OSV JSON documents, see recordsOf) in the
- * mirror. Idempotent: a record held at the same or a newer modification changes nothing; a newer
- * one replaces it. Within one call the newest record of an id wins. Does not confirm the mirror
+ * mirror. Idempotent: a record held at a newer modification changes nothing, nor one held at the
+ * same modification with the same content (hash); a newer one, or other content at the same
+ * modification, replaces it. Within one call the newest record of an id wins. Does not confirm the mirror
  * current: a feed pull does that once, when every page is in.
  */
 export async function storeAdvisories(db: Kysely<DB>, docs: Iterable<unknown>): Promise<Omit<ImportResult, 'feedConfirmedAt'>> {
