@@ -410,6 +410,8 @@ describe('the advisory feed (SERVICE_ADVISORY_FEED_URL) pulled by cve.match', ()
         const start = Number(url.searchParams.get('startIndex') ?? 0);
         const records = all.slice(start, start + 2);
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...page(...records), startIndex: start, totalResults: all.length }));
+      } else if (url.pathname === '/garbage.json') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{ "vulnerabilities": [ ');
       } else if (url.pathname === '/osv/all.json.gz') {
         if (req.headers['if-none-match'] === '"osv-1"') res.writeHead(304, { etag: '"osv-1"' }).end();
         else res.writeHead(200, { 'content-type': 'application/gzip', etag: '"osv-1"', 'last-modified': 'Tue, 01 Oct 2024 00:00:00 GMT' }).end(osvFile);
@@ -473,6 +475,25 @@ describe('the advisory feed (SERVICE_ADVISORY_FEED_URL) pulled by cve.match', ()
     failWith = 404;
     expect(await runner(`${base}/rest/json/cves/2.0`).runNow('cve.match')).toMatchObject({ outcome: 'failed', attempts: 1 });
     failWith = null;
+  });
+
+  it('records why a pull failed, by kind, for advisories status and the console: DNS, connection, HTTP status, parse error; network failures are retried (issue 29)', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const refused = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/rest/json/cves/2.0`;
+    await new Promise((resolve) => closed.close(resolve));
+    const cases: [string, RegExp, number][] = [
+      ['http://feed.invalid/rest/json/cves/2.0', /^DNS: feed\.invalid does not resolve \((ENOTFOUND|EAI_AGAIN)\) \(source http:\/\/feed\.invalid\/rest\/json\/cves\/2\.0\)$/, 3],
+      [refused, /^connection: ECONNREFUSED \(source http:\/\/127\.0\.0\.1:\d+\/rest\/json\/cves\/2\.0\)$/, 3],
+      [`${base}/osv/not-there.json`, /^HTTP 404: advisory feed http:\/\/127\.0\.0\.1:\d+\/osv\/not-there\.json answered 404$/, 1],
+      [`${base}/garbage.json?apiKey=secret`, /^parse error: .+ \(source http:\/\/127\.0\.0\.1:\d+\/garbage\.json\)$/, 1],
+    ];
+    for (const [url, reason, attempts] of cases) {
+      const r = await runner(url).runNow('cve.match');
+      expect(r, url).toMatchObject({ outcome: 'failed', attempts });
+      expect((await feedRow()).last_error, url).toMatch(reason);
+    }
+    expect((await feedRow()).last_error).not.toContain('secret');
   });
 
   it('confirms the mirror current only once every NVD page is in: a pull failing on page 2 keeps what it stored and the age running', async () => {

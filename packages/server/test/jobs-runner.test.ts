@@ -409,6 +409,7 @@ describe('retries of a failing job (spec 1.1 rule 3)', () => {
     { label: 'too many connections (53300)', error: () => pgError('53300', 'sorry, too many clients already'), transient: true },
     { label: 'a timeout (TimeoutError)', error: () => new DOMException('The operation was aborted due to timeout', 'TimeoutError'), transient: true },
     { label: 'a dropped pg connection', error: () => new Error('Connection terminated unexpectedly'), transient: true },
+    { label: "fetch's 'fetch failed' over a reset connection (its cause's code)", error: () => new TypeError('fetch failed', { cause: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) }), transient: true },
   ].map((c) => ({ ...c, attempts: c.transient ? 3 : 1 })))('counts $label as transient: $transient, so a job ticking every 15 minutes that keeps failing with it makes $attempts attempt(s)', async ({ label, error, transient, attempts }) => {
     expect(isTransient(error())).toBe(transient);
     const job = failingJob(`retry.table.${label}`, 15 * MINUTE, [error, error, error, error]);

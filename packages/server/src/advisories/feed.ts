@@ -61,9 +61,41 @@ export async function pullFeed(db: Kysely<DB>, cfg: FeedConfig, logger: Logger, 
   try {
     return isNvdApi(cfg.url) ? await pullNvd(db, cfg, logger, signal) : await pullFile(db, cfg, signal);
   } catch (err) {
-    await repo.recordFeedError(db, cfg.url, String((err as Error)?.message ?? err));
-    throw err;
+    const failure = feedFailure(err, cfg);
+    await repo.recordFeedError(db, cfg.url, failure.text);
+    // A network failure (fetch's "fetch failed" hides its cause) becomes a provider failure without a status: transient, retried.
+    throw failure.network ? new ProviderError(failure.text) : err;
   }
+}
+
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/**
+ * What went wrong with a pull, for `advisories status` and the console: its kind first (`DNS:`,
+ * `connection:`, `TLS:`, `timeout:`, `HTTP <status>:`, `parse error:`), then the detail, never the
+ * URL's query or userinfo (an API key may ride there). `network`: the feed could not be reached.
+ */
+export function feedFailure(err: unknown, cfg: Pick<FeedConfig, 'url' | 'timeoutMs'>): { text: string; network: boolean } {
+  let host = 'the feed';
+  let where = 'the feed';
+  try {
+    const u = new URL(cfg.url);
+    host = u.hostname;
+    where = `${u.origin}${u.pathname}`;
+  } catch {
+    // not a URL: said as "the feed"
+  }
+  const e = err as { name?: string; message?: string; code?: string; cause?: { code?: string; message?: string } } | null;
+  const code = e?.cause?.code ?? e?.code ?? '';
+  const network = (text: string) => ({ text: `${text} (source ${where})`, network: true });
+  if (err instanceof ProviderError && err.status !== undefined) return { text: `HTTP ${err.status}: ${err.message}`, network: false };
+  if (e?.name === 'TimeoutError') return network(`timeout: no answer within ${Math.round(cfg.timeoutMs / 1000)} s`);
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return network(`DNS: ${host} does not resolve (${code})`);
+  if (/^(ERR_TLS|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|ERR_SSL)/.test(code)) return network(`TLS: ${code} (${e?.cause?.message ?? e?.message})`);
+  if (NETWORK_CODES.has(code)) return network(`connection: ${code}`);
+  if (e?.message === 'fetch failed') return network(`connection: ${e.cause?.message ?? 'fetch failed'}`);
+  if (err instanceof SyntaxError || code.startsWith('Z_') || (err instanceof ProviderError && err.status === undefined)) return { text: `parse error: ${e?.message} (source ${where})`, network: false };
+  return { text: `${String(e?.message ?? err)} (source ${where})`, network: false };
 }
 
 async function pullFile(db: Kysely<DB>, cfg: FeedConfig, signal: AbortSignal | undefined): Promise<FeedPull> {

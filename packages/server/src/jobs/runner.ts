@@ -98,7 +98,9 @@ export function isTransient(err: unknown): boolean {
   if (err instanceof ProviderError) return err.status === undefined || err.status >= 500 || err.status === 408 || err.status === 429;
   const e = err as { code?: unknown; name?: unknown; message?: unknown };
   if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return true;
-  const code = typeof e?.code === 'string' ? e.code : '';
+  // fetch() rejects with TypeError('fetch failed'), its cause carrying the network error's code.
+  const cause = (e as { cause?: { code?: unknown } } | null)?.cause;
+  const code = typeof e?.code === 'string' ? e.code : typeof cause?.code === 'string' ? cause.code : '';
   if (TRANSIENT_NODE_CODES.has(code)) return true;
   // SQLSTATE: 08 connection exception, 57P01-57P03 shutdown / cannot connect now, 53300 too many
   // connections, 40001 serialization failure, 40P01 deadlock.
