@@ -511,5 +511,31 @@ describe('the advisory feed (SERVICE_ADVISORY_FEED_URL) pulled by cve.match', ()
     expect(after.last_error).toMatch(/answered 503/);
     const stored = await db.database.db.selectFrom('advisories').select('id').where('id', 'in', ['CVE-2031-2101', 'CVE-2031-2102', 'CVE-2031-2103']).orderBy('id').execute();
     expect(stored.map((x) => x.id)).toEqual(['CVE-2031-2101', 'CVE-2031-2102']);
+    // The next pull resumes at the page that failed (issue 29), with the pass's own window, and then confirms.
+    requests.length = 0;
+    const resumed = await runner(url).runNow('cve.match');
+    expect(resumed).toMatchObject({ outcome: 'ok' });
+    expect(resumed.result?.detail).toMatchObject({ feed: { mode: 'nvd', resumedAt: 2, new: 1, pages: 1 } });
+    expect(requests.map((q) => q.url.searchParams.get('startIndex'))).toEqual(['2']);
+    const done = await feedRow();
+    expect(done).toMatchObject({ last_error: null, nvd_pass_url: null, nvd_pass_index: null, nvd_pass_end: null });
+    expect(done.confirmed_at!.getTime()).toBeGreaterThan(before.confirmed_at!.getTime());
+  });
+
+  it('never reads a whole feed inside a Run now (an HTTP request): the scheduled tick does, and Run now matches what the mirror holds (issue 29)', async () => {
+    const org = await seedOrg(db.database);
+    requests.length = 0;
+    const fresh = `${base}/rest/json/cves/2.0?fresh=1`;
+    const now = await runner(fresh).runNow('cve.match', { organisationId: org.organisationId, trigger: 'admin' });
+    expect(now).toMatchObject({ outcome: 'ok' });
+    expect(now.result?.detail).toMatchObject({ feed: { deferred: expect.stringMatching(/runs in the scheduled cve\.match tick/) } });
+    expect(requests).toEqual([]);
+    // The scheduled tick reads it whole; after that a Run now pulls the (short) increment itself.
+    expect((await runner(fresh).runNow('cve.match')).result?.detail).toMatchObject({ feed: { mode: 'nvd' } });
+    expect(requests.length).toBeGreaterThan(0);
+    requests.length = 0;
+    increment = [];
+    expect((await runner(fresh).runNow('cve.match', { organisationId: org.organisationId, trigger: 'admin' })).result?.detail).toMatchObject({ feed: { mode: 'nvd', pages: 1 } });
+    expect(requests.map((q) => q.url.searchParams.has('lastModStartDate'))).toEqual([true]);
   });
 });

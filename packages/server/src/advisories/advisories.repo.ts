@@ -62,11 +62,28 @@ export interface FeedState {
   lastModified: string | null;
   nvdThrough: Date | null;
   confirmedAt: Date | null;
+  /** An NVD pass left unfinished by a failure: where the next pull resumes. */
+  nvdPass: { url: string; end: Date; from: Date | null; index: number } | null;
 }
 
 export async function feedState(db: Db): Promise<FeedState | null> {
-  const r = await db.selectFrom('advisory_feed').select(['url', 'etag', 'last_modified', 'nvd_through', 'confirmed_at']).executeTakeFirst();
-  return r ? { url: r.url, etag: r.etag, lastModified: r.last_modified, nvdThrough: r.nvd_through, confirmedAt: r.confirmed_at } : null;
+  const r = await db.selectFrom('advisory_feed').select(['url', 'etag', 'last_modified', 'nvd_through', 'confirmed_at', 'nvd_pass_url', 'nvd_pass_end', 'nvd_pass_from', 'nvd_pass_index']).executeTakeFirst();
+  return r
+    ? {
+        url: r.url,
+        etag: r.etag,
+        lastModified: r.last_modified,
+        nvdThrough: r.nvd_through,
+        confirmedAt: r.confirmed_at,
+        nvdPass: r.nvd_pass_url && r.nvd_pass_end && r.nvd_pass_index !== null ? { url: r.nvd_pass_url, end: r.nvd_pass_end, from: r.nvd_pass_from, index: r.nvd_pass_index } : null,
+      }
+    : null;
+}
+
+/** Records an NVD pass's progress after each stored page (null: no pass in progress). */
+export async function recordNvdPass(db: Db, pass: { url: string; end: Date; from: Date | null; index: number } | null): Promise<void> {
+  const set = { nvd_pass_url: pass?.url ?? null, nvd_pass_end: pass?.end ?? null, nvd_pass_from: pass?.from ?? null, nvd_pass_index: pass?.index ?? null };
+  await db.insertInto('advisory_feed').values({ id: true, ...set }).onConflict((oc) => oc.column('id').doUpdateSet(set)).execute();
 }
 
 /** Records a successful import or fetch: the mirror is current now (and, for a fetch, its validators). */

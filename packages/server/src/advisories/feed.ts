@@ -21,6 +21,8 @@ export interface FeedPull {
   new: number;
   updated: number;
   pages: number;
+  /** The startIndex a pass left unfinished by a failure was resumed at. */
+  resumedAt?: number;
 }
 
 /** Largest page the NVD API serves, and the longest lastModified range it accepts (120 days). */
@@ -118,10 +120,13 @@ async function pullFile(db: Kysely<DB>, cfg: FeedConfig, signal: AbortSignal | u
 
 async function pullNvd(db: Kysely<DB>, cfg: FeedConfig, logger: Logger, signal: AbortSignal | undefined): Promise<FeedPull> {
   const state = await repo.feedState(db);
-  const end = new Date();
-  const from = state?.url === cfg.url && state.nvdThrough && end.getTime() - state.nvdThrough.getTime() <= NVD_MAX_RANGE_MS ? state.nvdThrough : null;
-  const out: FeedPull = { mode: 'nvd', changed: false, new: 0, updated: 0, pages: 0 };
-  for (let start = 0; ; ) {
+  // A pass a failure left unfinished resumes at its next page, with the window it started with;
+  // else a new pass: from the end of the last complete one, or whole.
+  const resumed = state?.nvdPass?.url === cfg.url ? state.nvdPass : null;
+  const end = resumed?.end ?? new Date();
+  const from = resumed ? resumed.from : incrementFrom(state, cfg);
+  const out: FeedPull = { mode: 'nvd', changed: false, new: 0, updated: 0, pages: 0, ...(resumed ? { resumedAt: resumed.index } : {}) };
+  for (let start = resumed?.index ?? 0; ; ) {
     const u = new URL(cfg.url);
     u.searchParams.set('startIndex', String(start));
     u.searchParams.set('resultsPerPage', String(NVD_PAGE));
@@ -138,10 +143,29 @@ async function pullNvd(db: Kysely<DB>, cfg: FeedConfig, logger: Logger, signal: 
     const served = typeof page.resultsPerPage === 'number' && page.resultsPerPage > 0 ? page.resultsPerPage : page.vulnerabilities.length;
     start += served;
     if (served === 0 || start >= page.totalResults) break;
+    // The page is in: a failure from here resumes at the next one.
+    await repo.recordNvdPass(db, { url: cfg.url, end, from, index: start });
     logger.debug({ start, total: page.totalResults }, 'advisory feed: next page');
     if (cfg.pageDelayMs > 0) await delay(cfg.pageDelayMs, undefined, signal ? { signal } : {});
   }
   out.changed = out.new + out.updated > 0;
+  await repo.recordNvdPass(db, null);
   await repo.confirmFeed(db, { url: cfg.url, nvdThrough: end });
   return out;
+}
+
+/** The lastModStartDate of an increment from the last complete pass, or null when the next pass must read the whole feed. */
+function incrementFrom(state: repo.FeedState | null, cfg: FeedConfig): Date | null {
+  return state?.url === cfg.url && state.nvdThrough && Date.now() - state.nvdThrough.getTime() <= NVD_MAX_RANGE_MS ? state.nvdThrough : null;
+}
+
+/**
+ * Whether the next pull of `cfg` is a long one: a whole NVD feed (first pass, more than 120 days
+ * since the last, or a pass to resume), or a file never fetched from this URL. Such a pull is left
+ * to the scheduled tick, never run inside an HTTP request (POST /api/v1/admin/cve-match).
+ */
+export async function pullIsLong(db: Kysely<DB>, cfg: FeedConfig): Promise<boolean> {
+  const state = await repo.feedState(db);
+  if (isNvdApi(cfg.url)) return state?.nvdPass?.url === cfg.url || incrementFrom(state, cfg) === null;
+  return state?.url !== cfg.url || state.confirmedAt === null;
 }

@@ -374,6 +374,10 @@ export interface AdvisoryFeedTable {
   confirmed_at: NullableTimestamp;
   last_attempt_at: NullableTimestamp;
   last_error: string | null;
+  nvd_pass_url: string | null;
+  nvd_pass_end: NullableTimestamp;
+  nvd_pass_from: NullableTimestamp;
+  nvd_pass_index: number | null;
 }
 
 export interface ServiceMatchKeysTable {
