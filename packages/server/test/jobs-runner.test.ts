@@ -264,6 +264,24 @@ describe('two started schedulers on one database run each slot of a job once (sp
     // The other runner's timer fired in the same slots and skipped them, saying why.
     expect(log.entries().filter((e) => e.msg === 'job tick skipped: another process ran this slot').length).toBeGreaterThan(0);
   });
+
+  it('keeps the slots of a compressed schedule (SERVICE_JOBS_TIME_SCALE) apart: a process at the normal scale still runs the job afterwards', async () => {
+    let calls = 0;
+    const job = { name: 'slots.scales', intervalMs: 6_000, run: async () => void calls++ };
+    // At 60× the job ticks every 100 ms, its slot numbers 60 times those of a 6 s schedule.
+    const fast = runnerOn(testDb.database, [job], { timeScale: 60 });
+    fast.start();
+    await waitFor('a few compressed ticks', () => calls >= 3, 10_000);
+    await fast.stop(5_000);
+    const before = calls;
+    const normal = runnerOn(testDb.database, [job]);
+    normal.start();
+    try {
+      await waitFor('the normal schedule\'s first tick', () => calls > before, 5_000);
+    } finally {
+      await normal.stop(5_000);
+    }
+  });
 });
 
 describe('runNow: a job run on demand takes the same path as a tick', () => {

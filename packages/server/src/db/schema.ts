@@ -595,6 +595,7 @@ export interface FlowBatchesTable {
 /** The schedule's slots: which interval of each job has been claimed (runner.ts, migration 0032). */
 export interface JobSlotsTable {
   job: string;
+  interval_ms: string;
   slot: string;
   claimed_at: Generated<Timestamp>;
 }

@@ -235,7 +235,7 @@ export class JobRunner {
     if (this.stopping.signal.aborted) return;
     const slotAt = (t: number) => Math.floor((t - phase) / interval);
     const slot = Math.max(intended ?? 0, slotAt(Date.now()));
-    await this.track(this.execute(job, { wait: false, slot })).catch((err) => this.opts.logger.error({ err, job: job.name }, 'job tick failed outside the job'));
+    await this.track(this.execute(job, { wait: false, slot: { index: slot, intervalMs: interval } })).catch((err) => this.opts.logger.error({ err, job: job.name }, 'job tick failed outside the job'));
     const now = Date.now();
     const current = slotAt(now);
     const next = current > slot ? current : slot + 1;
@@ -300,7 +300,7 @@ export class JobRunner {
     }
   }
 
-  private async execute(job: JobDefinition, run: { wait: boolean; organisationId?: string; trigger?: string; subject?: string; slot?: number }): Promise<TickResult> {
+  private async execute(job: JobDefinition, run: { wait: boolean; organisationId?: string; trigger?: string; subject?: string; slot?: { index: number; intervalMs: number } }): Promise<TickResult> {
     const { database, logger } = this.opts;
     const release = await this.lock(job, run.wait, run.organisationId);
     if (!release) {
@@ -308,8 +308,8 @@ export class JobRunner {
       return { job: job.name, ran: false };
     }
     try {
-      if (run.slot !== undefined && !(await status.claimSlot(database.db, job.name, run.slot))) {
-        logger.debug({ job: job.name, slot: run.slot }, 'job tick skipped: another process ran this slot');
+      if (run.slot && !(await status.claimSlot(database.db, job.name, run.slot.intervalMs, run.slot.index))) {
+        logger.debug({ job: job.name, slot: run.slot.index }, 'job tick skipped: another process ran this slot');
         return { job: job.name, ran: false };
       }
       const policy = retryPolicy(job.intervalMs);
@@ -359,7 +359,7 @@ export class JobRunner {
       await status
         .announceFailures(database.db, job.name, before, { failed: failed && !run.organisationId, error, attempts, organisations })
         .catch((err) => logger.warn({ err, job: job.name }, 'could not record job.failed events'));
-      const slot = run.slot === undefined ? {} : { slot: run.slot };
+      const slot = run.slot ? { slot: run.slot.index } : {};
       if (outcome === 'failed') logger.error({ job: job.name, attempts, error, ...slot }, 'job failed');
       else logger.debug({ job: job.name, durationMs, detail: result?.detail, ...slot }, 'job ran');
       // A failed run still reports each organisation's outcome (runFor finds its own failure there).

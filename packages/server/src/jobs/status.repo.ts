@@ -37,10 +37,10 @@ export async function recordStart(db: Kysely<DB>, job: string, organisationId: s
  * true for the one caller that moves the job to this slot, false when it is already there (or
  * past it). One statement: two processes claiming at once cannot both win.
  */
-export async function claimSlot(db: Kysely<DB>, job: string, slot: number): Promise<boolean> {
+export async function claimSlot(db: Kysely<DB>, job: string, intervalMs: number, slot: number): Promise<boolean> {
   const r = await sql`
-    insert into job_slots (job, slot) values (${job}, ${slot})
-    on conflict (job) do update set slot = excluded.slot, claimed_at = now() where job_slots.slot < excluded.slot
+    insert into job_slots (job, interval_ms, slot) values (${job}, ${intervalMs}, ${slot})
+    on conflict (job, interval_ms) do update set slot = excluded.slot, claimed_at = now() where job_slots.slot < excluded.slot
     returning slot`.execute(db);
   return r.rows.length === 1;
 }
