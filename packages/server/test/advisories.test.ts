@@ -131,6 +131,20 @@ describe('advisories and findings', () => {
       expect(JSON.stringify(row.affected)).toContain('3.0');
     });
 
+    it('bounds what it stores of a record\'s text: the summary cut at a word with …, at most 50 references, no URL over 2,000 characters (issue 29)', async () => {
+      const long = `${'overflow '.repeat(3000)}end`;
+      const rec = nvd('CVE-2031-0070', { description: long, configurations: range('cpe:2.3:a:acme:doohickey:*:*:*:*:*:*:*:*', { versionEndIncluding: '1.0' }) }) as { cve: { references: { url: string }[] } };
+      rec.cve.references = [{ url: `https://example.test/${'x'.repeat(3000)}` }, ...Array.from({ length: 120 }, (_, i) => ({ url: `https://example.test/ref/${i}` }))];
+      expect(await imported(page(rec))).toMatchObject({ new: 1 });
+      const row = await t.database.db.selectFrom('advisories').selectAll().where('id', '=', 'CVE-2031-0070').executeTakeFirstOrThrow();
+      expect(row.summary!.length).toBeLessThanOrEqual(2000);
+      expect(row.summary).toMatch(/^overflow overflow .* overflow…$/);
+      const refs = row.refs as { url: string }[];
+      expect(refs).toHaveLength(50);
+      expect(refs[0]!.url).toBe('https://example.test/ref/0');
+      expect(refs.every((r) => r.url.length <= 2000)).toBe(true);
+    });
+
     it('reports a criteria string that is not CPE 2.3 as skipped with its reason, and keeps the record and its other criteria (issue 29)', async () => {
       // The real CVE-2024-6387 record with one criterion cut short (10 attributes), as malformed records carry them.
       const rec = structuredClone(fixture('nvd-CVE-2024-6387.json')) as { vulnerabilities: { cve: { id: string; lastModified: string; configurations: { nodes: { cpeMatch: { criteria: string }[] }[] }[] } }[] };

@@ -127,10 +127,37 @@ function nvdMetric(ms: z.infer<typeof NvdMetric>[] | undefined): CvssScore | nul
   return { vector: m.cvssData.vectorString, score: m.cvssData.baseScore };
 }
 
+/**
+ * What a record keeps of its text (issue 29): a summary of at most SUMMARY_MAX characters (cut at
+ * a word, with `…`), at most REFS_MAX references, each URL at most URL_MAX characters (longer
+ * ones dropped: a cut URL leads nowhere) with at most 8 tags. NVD descriptions run to tens of
+ * kilobytes and some records list hundreds of references; findings show the summary, the
+ * advisory keeps the rest at its source.
+ */
+export const SUMMARY_MAX = 2000;
+export const REFS_MAX = 50;
+const URL_MAX = 2000;
+
+function boundedSummary(text: string | null): string | null {
+  if (text === null) return null;
+  const t = text.trim();
+  if (t.length <= SUMMARY_MAX) return t;
+  const cut = t.slice(0, SUMMARY_MAX - 1);
+  const at = cut.lastIndexOf(' ');
+  return `${(at > SUMMARY_MAX * 0.8 ? cut.slice(0, at) : cut).trimEnd()}…`;
+}
+
+function boundedRefs(refs: { url: string; tags?: string[] }[]): { url: string; tags?: string[] }[] {
+  return refs
+    .filter((r) => r.url.length <= URL_MAX)
+    .slice(0, REFS_MAX)
+    .map((r) => ({ url: r.url, ...(r.tags?.length ? { tags: r.tags.slice(0, 8).map((x) => x.slice(0, 100)) } : {}) }));
+}
+
 /** v3.1 preferred, then v4.0, then v3.0 (issue 13); `fallback` (an advisory's own rating) when none. */
 function finish(r: Omit<AdvisoryRecord, 'score' | 'vector' | 'severity' | 'sha256'>, fallback: Severity | null): AdvisoryRecord {
   const chosen = r.cvss31 ?? r.cvss40 ?? r.cvss30;
-  const kept = { ...r, score: chosen?.score ?? null, vector: chosen?.vector ?? null, severity: chosen ? severityOf(chosen.score) : (fallback ?? 'none') };
+  const kept = { ...r, summary: boundedSummary(r.summary), refs: boundedRefs(r.refs), score: chosen?.score ?? null, vector: chosen?.vector ?? null, severity: chosen ? severityOf(chosen.score) : (fallback ?? 'none') };
   return { ...kept, sha256: createHash('sha256').update(JSON.stringify(kept)).digest('hex') };
 }
 
