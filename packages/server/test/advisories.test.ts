@@ -1,6 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -508,6 +511,46 @@ describe('the advisory feed (SERVICE_ADVISORY_FEED_URL) pulled by cve.match', ()
       expect((await feedRow()).last_error, url).toMatch(reason);
     }
     expect((await feedRow()).last_error).not.toContain('secret');
+  });
+
+  it('reads an offline mirror (file://): a directory of NVD records one per file, a mirror release file (cve_items), OSV records, gzip; unchanged files are not read again (issue 29)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'surveyor-mirror-'));
+    try {
+      const cveOf = (id: string) => (nvd(id, { configurations: range(widgetCpe('*'), { versionEndExcluding: '1.0' }) }) as { cve: Json }).cve;
+      mkdirSync(path.join(dir, 'CVE-2031', 'CVE-2031-30xx'), { recursive: true });
+      // The layout of the NVD JSON mirror repositories: one `cve` object a file, in year folders.
+      writeFileSync(path.join(dir, 'CVE-2031', 'CVE-2031-30xx', 'CVE-2031-3001.json'), JSON.stringify(cveOf('CVE-2031-3001')));
+      // A release file of the same mirror, unpacked: the records under cve_items.
+      writeFileSync(path.join(dir, 'CVE-Modified.json'), JSON.stringify({ timestamp: '2031-01-01T00:00:00', cve_count: 2, cve_items: [cveOf('CVE-2031-3002'), cveOf('CVE-2031-3003')] }));
+      // An OSV ecosystem's all.zip, unzipped: one record a file; and a gzip page of the NVD API.
+      writeFileSync(path.join(dir, 'GHSA-c2qf-rxjj-qqgw.json'), JSON.stringify(fixture('osv-GHSA-c2qf-rxjj-qqgw.json')));
+      writeFileSync(path.join(dir, 'page.json.gz'), gzipSync(JSON.stringify(page(nvd('CVE-2031-3004', { configurations: range(widgetCpe('*'), { versionEndExcluding: '1.0' }) })))));
+      writeFileSync(path.join(dir, 'README.txt'), 'not read');
+      const url = pathToFileURL(dir).href;
+      const first = await runner(url).runNow('cve.match');
+      expect(first).toMatchObject({ outcome: 'ok' });
+      // Four new; the OSV record is held already (the file feed above), unchanged.
+      expect(first.result?.detail).toMatchObject({ feed: { mode: 'file', changed: true, new: 4, updated: 0 } });
+      const stored = await db.database.db.selectFrom('advisories').select('id').where('id', 'in', ['CVE-2031-3001', 'CVE-2031-3002', 'CVE-2031-3003', 'CVE-2031-3004', 'GHSA-c2qf-rxjj-qqgw']).execute();
+      expect(stored).toHaveLength(5);
+      const confirmed = (await feedRow()).confirmed_at!;
+      // Unchanged: confirmed current without reading a file.
+      expect((await runner(url).runNow('cve.match')).result?.detail).toMatchObject({ feed: { mode: 'file', changed: false, pages: 0 } });
+      expect((await feedRow()).confirmed_at!.getTime()).toBeGreaterThan(confirmed.getTime());
+      // A new file: read again.
+      writeFileSync(path.join(dir, 'CVE-2031', 'CVE-2031-30xx', 'CVE-2031-3005.json'), JSON.stringify(cveOf('CVE-2031-3005')));
+      expect((await runner(url).runNow('cve.match')).result?.detail).toMatchObject({ feed: { mode: 'file', changed: true, new: 1 } });
+      // A missing path and an archive say why; neither confirms the mirror current.
+      const before = (await feedRow()).confirmed_at;
+      expect(await runner(pathToFileURL(path.join(dir, 'gone')).href).runNow('cve.match')).toMatchObject({ outcome: 'failed', attempts: 1 });
+      expect((await feedRow()).last_error).toMatch(/^file: ENOENT/);
+      writeFileSync(path.join(dir, 'all.zip'), 'PK');
+      expect(await runner(pathToFileURL(path.join(dir, 'all.zip')).href).runNow('cve.match')).toMatchObject({ outcome: 'failed' });
+      expect((await feedRow()).last_error).toMatch(/a \.zip archive is not read; unpack it into a directory/);
+      expect((await feedRow()).confirmed_at).toEqual(before);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('confirms the mirror current only once every NVD page is in: a pull failing on page 2 keeps what it stored and the age running', async () => {

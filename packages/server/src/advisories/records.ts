@@ -264,8 +264,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /**
  * The advisories of one JSON document: an NVD API 2.0 response page (`vulnerabilities[].cve`),
- * one NVD record (`{ cve }` or the `cve` object), one OSV record, or an array of OSV (or NVD)
- * records. Anything else is one skip saying what the document is not.
+ * one NVD record (`{ cve }` or the `cve` object), a feed file of the NVD JSON mirror releases
+ * (`cve_items[]`), one OSV record, or an array of OSV (or NVD) records. Anything else is one skip saying what the document is not.
  */
 export function recordsOf(doc: unknown): { records: AdvisoryRecord[]; skipped: Skip[] } {
   const records: AdvisoryRecord[] = [];
@@ -279,6 +279,8 @@ export function recordsOf(doc: unknown): { records: AdvisoryRecord[]; skipped: S
   };
   if (Array.isArray(doc)) doc.forEach(one);
   else if (isObject(doc) && Array.isArray(doc.vulnerabilities)) doc.vulnerabilities.forEach(one);
+  // The community mirror of NVD's JSON feeds (fkie-cad/nvd-json-data-feeds releases): NVD 2.0 `cve` objects under `cve_items`.
+  else if (isObject(doc) && Array.isArray(doc.cve_items)) doc.cve_items.forEach(one);
   else one(doc);
   return { records, skipped };
 }
