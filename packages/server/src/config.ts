@@ -66,7 +66,7 @@ export const ConfigSchema = z
     SERVICE_ADVISORY_FEED_URL: z
       .url({ protocol: /^(https?|file)$/, message: 'expected an http(s) or file:// URL' })
       .optional()
-      .describe('Advisory feed the job cve.match pulls before matching: the NVD CVE API 2.0 (https://services.nvd.nist.gov/rest/json/cves/2.0, paged, increments by lastModified), the URL of a JSON or gzip file (NVD API 2.0 page or OSV records), fetched with If-None-Match / If-Modified-Since, or an offline mirror: a file:// path of such a file or of a directory of them (read recursively: NVD records one per file, the NVD JSON mirror releases\' cve_items files, OSV records one per file, e.g. an unzipped OSV all.zip). Absent: advisories come from `surveyor advisories import` and the console only.'),
+      .describe('Advisory feed the job cve.match pulls before matching: the NVD CVE API 2.0 (https://services.nvd.nist.gov/rest/json/cves/2.0, paged, increments by lastModified), the URL of a JSON or gzip file (NVD API 2.0 page or OSV records), fetched with If-None-Match / If-Modified-Since, a zip of OSV records (an OSV ecosystem\'s all.zip), or an offline mirror: a file:// path of such a file or of a directory of JSON and gzip files (read recursively: NVD records one per file, the NVD JSON mirror releases\' cve_items files, OSV records one per file). Absent: advisories come from `surveyor advisories import` and the console only.'),
     SERVICE_ADVISORY_FEED_API_KEY: z.string().min(1).optional().describe('Sent as the `apiKey` header to the feed (an NVD API key raises its rate limit). Never logged.'),
     SERVICE_ADVISORY_FEED_TIMEOUT_SECONDS: int(1, 600).default(60).describe('How long one feed request may take.'),
     SERVICE_ADVISORY_FEED_PAGE_DELAY_MS: int(0, 60_000)

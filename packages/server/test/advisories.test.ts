@@ -6,6 +6,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
+import yazl from 'yazl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { feedAgeSeconds } from '../src/advisories/advisories.repo.js';
 import { cveMatch } from '../src/advisories/cve-match.job.js';
@@ -403,6 +404,8 @@ describe('the advisory feed (SERVICE_ADVISORY_FEED_URL) pulled by cve.match', ()
   let failWith: number | null = null;
   /** The NVD page (startIndex) answered 503, the others served. */
   let failPage: string | null = null;
+  /** What /osv/all.zip serves. */
+  let zipped: Buffer = Buffer.alloc(0);
   const osvFile = gzipSync(JSON.stringify([fixture('osv-GHSA-c2qf-rxjj-qqgw.json')]));
 
   const runner = (url: string, sleeps: number[] = []) =>
@@ -427,6 +430,8 @@ describe('the advisory feed (SERVICE_ADVISORY_FEED_URL) pulled by cve.match', ()
         const start = Number(url.searchParams.get('startIndex') ?? 0);
         const records = all.slice(start, start + 2);
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...page(...records), startIndex: start, totalResults: all.length }));
+      } else if (url.pathname === '/osv/all.zip') {
+        res.writeHead(200, { 'content-type': 'application/zip' }).end(zipped);
       } else if (url.pathname === '/garbage.json') {
         res.writeHead(200, { 'content-type': 'application/json' }).end('{ "vulnerabilities": [ ');
       } else if (url.pathname === '/osv/all.json.gz') {
@@ -544,10 +549,43 @@ describe('the advisory feed (SERVICE_ADVISORY_FEED_URL) pulled by cve.match', ()
       const before = (await feedRow()).confirmed_at;
       expect(await runner(pathToFileURL(path.join(dir, 'gone')).href).runNow('cve.match')).toMatchObject({ outcome: 'failed', attempts: 1 });
       expect((await feedRow()).last_error).toMatch(/^file: ENOENT/);
-      writeFileSync(path.join(dir, 'all.zip'), 'PK');
-      expect(await runner(pathToFileURL(path.join(dir, 'all.zip')).href).runNow('cve.match')).toMatchObject({ outcome: 'failed' });
-      expect((await feedRow()).last_error).toMatch(/a \.zip archive is not read; unpack it into a directory/);
+      writeFileSync(path.join(dir, 'CVE-all.json.xz'), 'xz');
+      expect(await runner(pathToFileURL(path.join(dir, 'CVE-all.json.xz')).href).runNow('cve.match')).toMatchObject({ outcome: 'failed' });
+      expect((await feedRow()).last_error).toMatch(/an \.xz archive is not read; unpack it \(xz -d\)/);
       expect((await feedRow()).confirmed_at).toEqual(before);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reads an OSV ecosystem\'s all.zip, fetched or as a file:// path: every record of the archive, in batches (issue 29)', async () => {
+    const zipOf = (records: Json[]) =>
+      new Promise<Buffer>((resolve, reject) => {
+        const z = new yazl.ZipFile();
+        for (const r of records) z.addBuffer(Buffer.from(JSON.stringify(r)), `${String(r.id)}.json`);
+        z.addBuffer(Buffer.from('not a record'), 'README.txt');
+        z.end();
+        const chunks: Buffer[] = [];
+        z.outputStream.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+      });
+    const osv = fixture('osv-GHSA-c2qf-rxjj-qqgw.json') as Json;
+    // 450 records: three batches of at most 200.
+    const records = Array.from({ length: 450 }, (_, i) => ({ ...osv, id: `GHSA-zip${String(i).padStart(4, '0')}-qqgw`, aliases: [] }));
+    const dir = mkdtempSync(path.join(tmpdir(), 'surveyor-zip-'));
+    try {
+      writeFileSync(path.join(dir, 'all.zip'), await zipOf(records));
+      const local = await runner(pathToFileURL(path.join(dir, 'all.zip')).href).runNow('cve.match');
+      expect(local).toMatchObject({ outcome: 'ok' });
+      expect(local.result?.detail).toMatchObject({ feed: { mode: 'file', changed: true, new: 450, pages: 3 } });
+      const held = await sql<{ n: number }>`select count(*)::int as n from advisories where id like 'GHSA-zip%'`.execute(db.database.db);
+      expect(held.rows[0]!.n).toBe(450);
+      // Served over HTTP, as OSV publishes it: the same archive, one record newer.
+      zipped = await zipOf([{ ...records[0]!, modified: '2031-01-01T00:00:00Z', summary: 'newer' }, ...records.slice(1)]);
+      const fetched = await runner(`${base}/osv/all.zip`).runNow('cve.match');
+      expect(fetched.result?.detail).toMatchObject({ feed: { mode: 'file', changed: true, new: 0, updated: 1 } });
+      writeFileSync(path.join(dir, 'empty.zip'), await zipOf([]));
+      expect(await runner(pathToFileURL(path.join(dir, 'empty.zip')).href).runNow('cve.match')).toMatchObject({ outcome: 'failed' });
+      expect((await feedRow()).last_error).toMatch(/^parse error: .*empty\.zip holds no advisory record/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

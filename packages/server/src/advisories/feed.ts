@@ -3,6 +3,7 @@ import { readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import yauzl from 'yauzl';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../db/schema.js';
@@ -108,6 +109,70 @@ export function feedFailure(err: unknown, cfg: Pick<FeedConfig, 'url' | 'timeout
 
 /** Files read per batch of a local mirror (each batch stored before the next is read). */
 const LOCAL_BATCH = 200;
+/** The largest JSON file read from a zip archive (an OSV record is a few kilobytes). */
+const ZIP_ENTRY_MAX = 64 * 1024 * 1024;
+
+const isZip = (b: Uint8Array) => b.length >= 4 && b[0] === 0x50 && b[1] === 0x4b && b[2] === 0x03 && b[3] === 0x04;
+
+/**
+ * Reads every `*.json` entry of a zip archive (an OSV ecosystem's `all.zip`: one record an entry),
+ * handing them to `onBatch` LOCAL_BATCH at a time, each batch stored before the next is read.
+ */
+async function readZip(source: string | Buffer, onBatch: (docs: unknown[]) => Promise<void>): Promise<number> {
+  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => {
+    const done = (err: Error | null, z?: yauzl.ZipFile) => (err || !z ? reject(err ?? new Error('unreadable zip')) : resolve(z));
+    if (typeof source === 'string') yauzl.open(source, { lazyEntries: true, autoClose: true }, done);
+    else yauzl.fromBuffer(source, { lazyEntries: true }, done);
+  });
+  let batch: unknown[] = [];
+  let entries = 0;
+  return new Promise<number>((resolve, reject) => {
+    const fail = (err: unknown) => {
+      zip.close();
+      reject(err);
+    };
+    zip.on('error', fail);
+    zip.on('end', () => void onBatch(batch).then(() => resolve(entries), fail));
+    zip.on('entry', (entry: yauzl.Entry) => {
+      if (!/\.json$/i.test(entry.fileName) || entry.fileName.endsWith('/')) return zip.readEntry();
+      if (entry.uncompressedSize > ZIP_ENTRY_MAX) return fail(new SyntaxError(`${entry.fileName} in the archive is larger than ${ZIP_ENTRY_MAX} bytes`));
+      zip.openReadStream(entry, (err, stream) => {
+        if (err || !stream) return fail(err ?? new Error('unreadable zip entry'));
+        const chunks: Buffer[] = [];
+        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.on('error', fail);
+        stream.on('end', () => {
+          try {
+            batch.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+          } catch (e) {
+            return fail(new SyntaxError(`${entry.fileName} in the archive: not JSON (${(e as Error).message})`));
+          }
+          entries++;
+          if (batch.length < LOCAL_BATCH) return zip.readEntry();
+          const full = batch;
+          batch = [];
+          onBatch(full).then(() => zip.readEntry(), fail);
+        });
+      });
+    });
+    zip.readEntry();
+  });
+}
+
+/** Stores the records of a zip archive (see readZip) into `out`; an archive without one record is an error. */
+async function pullZip(db: Kysely<DB>, source: string | Buffer, name: string, out: FeedPull): Promise<void> {
+  let records = 0;
+  await readZip(source, async (docs) => {
+    if (docs.length === 0) return;
+    const r = await storeAdvisories(db, docs);
+    out.pages++;
+    out.new += r.new;
+    out.updated += r.updated;
+    records += r.new + r.updated + r.unchanged;
+  });
+  if (records === 0) throw new SyntaxError(`${name} holds no advisory record`);
+  out.changed = out.new + out.updated > 0;
+}
 
 /** Every `*.json` and `*.json.gz` file under `dir` (recursively), sorted, with its size and modification time. */
 async function localFiles(dir: string): Promise<{ path: string; size: number; mtimeMs: number }[]> {
@@ -122,16 +187,16 @@ async function localFiles(dir: string): Promise<{ path: string; size: number; mt
 }
 
 /**
- * An offline mirror (`file://` URL): one JSON or gzip file, or a directory of them read
- * recursively: NVD API 2.0 pages, NVD records one per file (the layout of the NVD JSON mirror
- * repositories), the mirror's release files (`cve_items`), OSV records one per file (an OSV
- * ecosystem's `all.zip`, unzipped). Unchanged since the last pull (the same files, sizes and
+ * An offline mirror (`file://` URL): one JSON, gzip or zip file (an OSV ecosystem's `all.zip`),
+ * or a directory of JSON and gzip files read recursively: NVD API 2.0 pages, NVD records one per
+ * file (the layout of the NVD JSON mirror repositories), the mirror's release files (`cve_items`),
+ * OSV records one per file. Unchanged since the last pull (the same files, sizes and
  * modification times): nothing is read and the mirror is confirmed current, as a 304 would.
  */
 async function pullLocal(db: Kysely<DB>, cfg: FeedConfig, signal: AbortSignal | undefined): Promise<FeedPull> {
   const root = fileURLToPath(cfg.url);
   const info = await stat(root);
-  if (!info.isDirectory() && /\.(zip|xz)$/i.test(root)) throw new ProviderError(`${root}: a ${path.extname(root)} archive is not read; unpack it into a directory and point SERVICE_ADVISORY_FEED_URL at that`, 400);
+  if (!info.isDirectory() && /\.xz$/i.test(root)) throw new ProviderError(`${root}: an .xz archive is not read; unpack it (xz -d) and point SERVICE_ADVISORY_FEED_URL at the .json`, 400);
   const files = info.isDirectory() ? await localFiles(root) : [{ path: root, size: info.size, mtimeMs: info.mtimeMs }];
   const version = createHash('sha256').update(files.map((f) => `${f.path}\0${f.size}\0${f.mtimeMs}`).join('\n')).digest('hex').slice(0, 32);
   const state = await repo.feedState(db);
@@ -141,6 +206,11 @@ async function pullLocal(db: Kysely<DB>, cfg: FeedConfig, signal: AbortSignal | 
     return { mode: 'file', changed: false, new: 0, updated: 0, pages: 0 };
   }
   const out: FeedPull = { mode: 'file', changed: false, new: 0, updated: 0, pages: 0 };
+  if (!info.isDirectory() && /\.zip$/i.test(root)) {
+    await pullZip(db, root, root, out);
+    await repo.confirmFeed(db, validators);
+    return out;
+  }
   let records = 0;
   for (let i = 0; i < files.length; i += LOCAL_BATCH) {
     signal?.throwIfAborted();
@@ -177,8 +247,15 @@ async function pullFile(db: Kysely<DB>, cfg: FeedConfig, signal: AbortSignal | u
     await repo.confirmFeed(db, validators);
     return { mode: 'file', changed: false, new: 0, updated: 0, pages: 0 };
   }
-  const doc = parseDocument(Buffer.from(await res.arrayBuffer()));
-  const r = await storeAdvisories(db, [doc]);
+  const body = Buffer.from(await res.arrayBuffer());
+  if (isZip(body)) {
+    // An OSV ecosystem's all.zip (https://osv-vulnerabilities.storage.googleapis.com/<ecosystem>/all.zip).
+    const out: FeedPull = { mode: 'file', changed: false, new: 0, updated: 0, pages: 0 };
+    await pullZip(db, body, new URL(cfg.url).pathname, out);
+    await repo.confirmFeed(db, validators);
+    return out;
+  }
+  const r = await storeAdvisories(db, [parseDocument(body)]);
   await repo.confirmFeed(db, validators);
   return { mode: 'file', changed: r.new + r.updated > 0, new: r.new, updated: r.updated, pages: 1 };
 }
