@@ -147,6 +147,11 @@ export const ObservedHost = z.object({
   vendor: OptText(200),
   os: OptText(200),
   deviceType: OptText(100),
+  cpes: z
+    .array(Text.max(300).regex(/^cpe:2\.3:[oh]:/i, 'expected a CPE 2.3 formatted string of an operating system (o) or hardware (h)'))
+    .max(16)
+    .optional()
+    .describe('The CPEs of the host itself: its operating system and hardware, as service and OS detection report them. Replace the host\'s set; the platform NVD\'s AND configurations ask for.'),
   interfaces: z.array(z.object({ name: Text.min(1).max(100), mac: Mac.optional(), addresses: z.array(IpAddressField()).max(64).optional() })).max(256).optional(),
   parentFingerprint: Fingerprint.optional(),
 });

@@ -11,7 +11,7 @@ import { liveHosts } from '../src/scan/scanner.js';
 import { FIELDS, ipfix as ipfixPacket, record, set, template, v9 as v9Packet } from './export-packets.js';
 import { toCpe23 } from '../src/scan/cpe.js';
 import { localFactsFrom } from '../src/scan/local.js';
-import { nmapArgs, parseNmapXml, scriptExpression } from '../src/scan/nmap.js';
+import { nmapArgs, parseNmapXml, platformCpes, scriptExpression } from '../src/scan/nmap.js';
 import { topTcpPorts } from '../src/scan/ports.js';
 import { printable } from '../src/scan/probe.js';
 import { identify } from '../src/scan/signatures.js';
@@ -63,6 +63,23 @@ describe('nmap command line', () => {
       { protocol: 'tcp', number: 443, state: 'open', scripts: [{ id: 'http-title', output: 'lab & co' }], service: { name: 'http', tunnel: 'ssl', method: 'probed', confidence: 100, cpes: [] } },
     ]);
     expect(parseNmapXml('<nmaprun/>')).toEqual([]);
+    // No OS detection ran: the platform is what service detection named (the SSH server's kernel).
+    expect(h!.osCpes).toEqual([]);
+    expect(platformCpes(h!)).toEqual(['cpe:2.3:o:linux:linux_kernel:*:*:*:*:*:*:*:*']);
+  });
+
+  it('takes the operating system and hardware CPEs of the best OS match, and of service detection, as the host\'s platform (issue 29)', () => {
+    // The shape of nmap -O output for a Cisco switch (osmatch > osclass > cpe), its SSH server naming IOS too.
+    const xml = `<?xml version="1.0"?><nmaprun><host><status state="up"/><address addr="10.0.0.9" addrtype="ipv4"/>
+      <ports><port protocol="tcp" portid="22"><state state="open"/><service name="ssh" product="Cisco SSH" version="1.25" method="probed" conf="10"><cpe>cpe:/a:cisco:ssh:1.25</cpe><cpe>cpe:/o:cisco:ios</cpe></service></port></ports>
+      <os><osmatch name="Cisco Catalyst 2960 switch (IOS 15.0)" accuracy="98"><osclass type="switch" vendor="Cisco" osfamily="IOS" osgen="15.X" accuracy="98"><cpe>cpe:/h:cisco:catalyst_2960</cpe><cpe>cpe:/o:cisco:ios:15</cpe></osclass></osmatch>
+      <osmatch name="Cisco 2900 router" accuracy="90"><osclass type="router" vendor="Cisco" osfamily="IOS" accuracy="90"><cpe>cpe:/h:cisco:2900</cpe></osclass></osmatch></os>
+      </host></nmaprun>`;
+    const [h] = parseNmapXml(xml);
+    expect(h!.os).toBe('Cisco Catalyst 2960 switch (IOS 15.0)');
+    expect(h!.osCpes).toEqual(['cpe:2.3:h:cisco:catalyst_2960:*:*:*:*:*:*:*:*', 'cpe:2.3:o:cisco:ios:15:*:*:*:*:*:*:*']);
+    // The second-best match is not the host's; an application CPE is a service's, not the platform's.
+    expect(platformCpes(h!)).toEqual(['cpe:2.3:h:cisco:catalyst_2960:*:*:*:*:*:*:*:*', 'cpe:2.3:o:cisco:ios:15:*:*:*:*:*:*:*', 'cpe:2.3:o:cisco:ios:*:*:*:*:*:*:*:*']);
   });
 });
 

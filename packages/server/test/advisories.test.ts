@@ -328,6 +328,41 @@ describe('advisories and findings', () => {
       expect(await findings(windows.s)).toEqual([expect.objectContaining({ cveId: 'CVE-2031-1002', severity: 'critical' })]);
     });
 
+    it('matches an AND configuration on the platform a host reports of itself (its OS and hardware CPEs), and stops when the host reports another (issue 29)', async () => {
+      const onIos = nvd('CVE-2031-1003', {
+        vector: CRITICAL,
+        score: 9.8,
+        configurations: [{ operator: 'AND', nodes: [
+          { operator: 'OR', negate: false, cpeMatch: [{ vulnerable: true, criteria: 'cpe:2.3:a:acme:mgmt:*:*:*:*:*:*:*:*', versionEndIncluding: '2.0', matchCriteriaId: 'x' }] },
+          { operator: 'OR', negate: false, cpeMatch: [{ vulnerable: false, criteria: 'cpe:2.3:h:cisco:catalyst_2960:-:*:*:*:*:*:*:*', matchCriteriaId: 'y' }] },
+        ] }],
+      });
+      await imported(page(onIos));
+      const mgmt = { cpe: 'cpe:2.3:a:acme:mgmt:2.0:*:*:*:*:*:*:*' };
+      const sw = await widgetHost(mgmt, '10.9.3.0/24');
+      // Only the services' CPEs: no platform, no finding.
+      await match(sw.s);
+      expect(await findings(sw.s)).toEqual([]);
+      // The daemon reports the host's own CPEs (nmap's OS detection of a Catalyst 2960): its services are matched again.
+      await settle(sw.s);
+      await ingest(t, sw.s.daemon, { sessionId: sw.sessionId, hosts: [{ fingerprint: 'fp-w', cpes: ['cpe:2.3:h:cisco:catalyst_2960:*:*:*:*:*:*:*:*', 'cpe:2.3:o:cisco:ios:15:*:*:*:*:*:*:*'] }] });
+      const stored = await t.database.db.selectFrom('host_platform_cpes').select('cpe').where('organisation_id', '=', sw.s.org.organisationId).orderBy('cpe').execute();
+      expect(stored.map((r) => r.cpe)).toEqual(['cpe:2.3:h:cisco:catalyst_2960:*:*:*:*:*:*:*:*', 'cpe:2.3:o:cisco:ios:15:*:*:*:*:*:*:*']);
+      await match(sw.s);
+      expect(await findings(sw.s)).toEqual([expect.objectContaining({ cveId: 'CVE-2031-1003', severity: 'critical', state: 'open' })]);
+      // A report replaces the set: another model, the configuration no longer holds, the finding resolves.
+      await settle(sw.s);
+      await ingest(t, sw.s.daemon, { sessionId: sw.sessionId, hosts: [{ fingerprint: 'fp-w', cpes: ['cpe:2.3:h:cisco:catalyst_9300:*:*:*:*:*:*:*:*'] }] });
+      const after = await t.database.db.selectFrom('host_platform_cpes').select('cpe').where('organisation_id', '=', sw.s.org.organisationId).execute();
+      expect(after.map((r) => r.cpe)).toEqual(['cpe:2.3:h:cisco:catalyst_9300:*:*:*:*:*:*:*:*']);
+      await match(sw.s);
+      expect(await findings(sw.s, '&state=resolved')).toEqual([expect.objectContaining({ cveId: 'CVE-2031-1003', state: 'resolved' })]);
+      // A CPE that is no operating system or hardware is refused at the edge.
+      const bad = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/observations', headers: { ...bearer(sw.s.daemon.token), 'x-daemon-id': sw.s.daemon.id }, payload: { sessionId: sw.sessionId, hosts: [{ fingerprint: 'fp-w', cpes: ['cpe:2.3:a:acme:mgmt:2.0:*:*:*:*:*:*:*'] }] } });
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json().code).toBe('validation_failed');
+    });
+
     it('matches the real CVE-2024-6387 record against OpenSSH as nmap and NVD write it: 8.5p1 and 9.6p1 affected, 9.8p1 and 8.4p1 not', async () => {
       const { s, sessionId, address } = await widgetHost({ product: 'OpenSSH', version: '8.5p1', cpe: 'cpe:/a:openbsd:openssh:8.5p1' });
       await ingest(t, s.daemon, { sessionId, services: [

@@ -104,6 +104,8 @@ export interface NmapHost {
   hostnames: string[];
   ports: NmapPort[];
   os?: string;
+  /** The CPEs OS detection gives its best match (operating system, hardware), as CPE 2.3. */
+  osCpes: string[];
 }
 
 const ARRAYS = new Set(['host', 'address', 'hostname', 'port', 'cpe', 'script', 'osmatch']);
@@ -125,7 +127,22 @@ export function parseNmapXml(xml: string): NmapHost[] {
       scripts: (p.script ?? []).map((s: any) => ({ id: String(s.id), output: String(s.output ?? '') })),
     })),
     ...(h.os?.osmatch?.[0]?.name ? { os: String(h.os.osmatch[0].name) } : {}),
+    osCpes: cpesOf([h.os?.osmatch?.[0]?.osclass ?? []].flat().flatMap((c: any) => c?.cpe ?? [])),
   }));
+}
+
+function cpesOf(values: unknown[]): string[] {
+  return [...new Set(values.map((c) => toCpe23(typeof c === 'string' ? c : String((c as { '#text'?: string })?.['#text'] ?? ''))).filter((c): c is string => !!c))];
+}
+
+/**
+ * The CPEs of a host itself, for NVD's AND configurations: the operating system and hardware
+ * (`o`, `h`) CPEs of its best OS match and of its services' detection (an SSH server on a Cisco
+ * device names `cpe:/o:cisco:ios`), at most 16.
+ */
+export function platformCpes(h: NmapHost): string[] {
+  const all = [...h.osCpes, ...h.ports.flatMap((p) => p.service?.cpes ?? [])];
+  return [...new Set(all.filter((c) => /^cpe:2\.3:[oh]:/.test(c)))].slice(0, 16);
 }
 
 function service(s: any): NmapService {

@@ -6,7 +6,7 @@ import type { DaemonConfig } from '../config.js';
 import type { Logger } from '../log.js';
 import { readNeighbors } from './lldp.js';
 import { readLocalFacts } from './local.js';
-import { type NmapHost, NmapError, nmapArgs, parseNmapXml, runNmap } from './nmap.js';
+import { type NmapHost, NmapError, nmapArgs, parseNmapXml, platformCpes, runNmap } from './nmap.js';
 import { type Neighbour, isConfirmed, isPending, readNeighbours } from './neighbours.js';
 import { eachLimited } from './pool.js';
 import { DISCOVERY_PORTS, topTcpPorts, topUdpPorts } from './ports.js';
@@ -173,7 +173,7 @@ async function discover(targets: Targets, ctx: ScanContext): Promise<LiveHost[]>
   return liveHosts(candidates, answered, neighbours, targets.includes, (address) => (local.has(address) ? ctx.localFingerprint : undefined));
 }
 
-async function scanChunk(chunk: LiveHost[], tcpPorts: number[], udpPorts: number[], family: 4 | 6, job: Job, ctx: ScanContext): Promise<Required<Pick<Batch, 'ports' | 'services' | 'tls'>>> {
+async function scanChunk(chunk: LiveHost[], tcpPorts: number[], udpPorts: number[], family: 4 | 6, job: Job, ctx: ScanContext): Promise<Required<Pick<Batch, 'ports' | 'services' | 'tls'>> & Pick<Batch, 'hosts'>> {
   let nmapHosts: NmapHost[] | undefined;
   if (ctx.nmap && job.target.nmap.enabled && tcpPorts.length + udpPorts.length > 0) {
     const args = nmapArgs({ tcpPorts, udpPorts, scripts: job.target.nmap.scripts, family, targets: chunk.map((h) => h.address) });
@@ -206,7 +206,14 @@ async function scanChunk(chunk: LiveHost[], tcpPorts: number[], udpPorts: number
   }
   if (ctx.signal.aborted) throw new ScanCancelled();
 
-  const batch: Required<Pick<Batch, 'ports' | 'services' | 'tls'>> = { ports: [], services: [], tls: [] };
+  const batch: Required<Pick<Batch, 'ports' | 'services' | 'tls'>> & Pick<Batch, 'hosts'> = { ports: [], services: [], tls: [] };
+  // The hosts' own CPEs (operating system, hardware), where nmap names them.
+  const platforms = chunk.flatMap((host) => {
+    const n = byAddress.get(host.address);
+    const cpes = n ? platformCpes(n) : [];
+    return cpes.length ? [{ fingerprint: host.fingerprint, cpes }] : [];
+  });
+  if (platforms.length) batch.hosts = platforms;
   open.sort((a, b) => (a.host.address < b.host.address ? -1 : a.host.address > b.host.address ? 1 : a.port - b.port));
   await eachLimited(
     open,

@@ -226,10 +226,14 @@ export async function servicesById(db: Db, organisationId: string, ids: string[]
 export async function hostCpes(db: Db, organisationId: string, hostIds: string[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   if (hostIds.length === 0) return out;
+  // Its services' CPEs and its own (operating system, hardware: host_platform_cpes).
   const r = await sql<{ host_id: string; cpes: string[] }>`
-    select host_id, array_agg(distinct cpe) as cpes from services
-    where organisation_id = ${organisationId} and host_id = any(${hostIds}::uuid[]) and cpe is not null and gone_at is null
-    group by host_id`.execute(db);
+    select host_id, array_agg(distinct cpe) as cpes from (
+      select host_id, cpe from services
+      where organisation_id = ${organisationId} and host_id = any(${hostIds}::uuid[]) and cpe is not null and gone_at is null
+      union all
+      select host_id, cpe from host_platform_cpes where organisation_id = ${organisationId} and host_id = any(${hostIds}::uuid[])
+    ) c group by host_id`.execute(db);
   for (const x of r.rows) out.set(x.host_id, x.cpes);
   return out;
 }

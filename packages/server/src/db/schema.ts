@@ -593,6 +593,13 @@ export interface FlowBatchesTable {
 
 /** One row per job as a whole (organisation_id null) and per organisation it works for. */
 /** The schedule's slots: which interval of each job has been claimed (runner.ts, migration 0032). */
+export interface HostPlatformCpesTable {
+  organisation_id: string;
+  host_id: string;
+  cpe: string;
+  seen_at: Generated<Timestamp>;
+}
+
 export interface JobSlotsTable {
   job: string;
   interval_ms: string;
@@ -740,6 +747,7 @@ export interface DB {
   flows: FlowsTable;
   flow_batches: FlowBatchesTable;
   scan_batches: ScanBatchesTable;
+  host_platform_cpes: HostPlatformCpesTable;
   job_slots: JobSlotsTable;
   job_status: JobStatusTable;
   dependency_edges: DependencyEdgesTable;

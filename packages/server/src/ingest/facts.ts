@@ -20,6 +20,8 @@ export interface HostFact {
   vendor?: string | undefined;
   os?: string | undefined;
   deviceType?: string | undefined;
+  /** The host's own CPEs (operating system, hardware): replace its set when given. */
+  cpes?: string[] | undefined;
   parentFingerprint?: string | undefined;
   interfaces?: InterfaceFact[] | undefined;
 }

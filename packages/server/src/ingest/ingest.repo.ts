@@ -357,6 +357,26 @@ export async function upsertVlans(db: Db, o: string, since: Date, v: { hostId: s
   );
 }
 
+/**
+ * Makes each listed host's platform CPEs exactly the set given (a report replaces the set); the
+ * ids of the hosts whose set changed. Two statements: remove what the hosts no longer report,
+ * add what is new.
+ */
+export async function replacePlatformCpes(db: Db, o: string, v: { hostId: string; cpe: string }[], hostIds: string[]): Promise<string[]> {
+  if (hostIds.length === 0) return [];
+  const removed = await sql<{ host_id: string }>`
+    delete from host_platform_cpes p
+    where p.organisation_id = ${o} and p.host_id = any(${hostIds}::uuid[])
+      and not exists (select 1 from unnest(${v.map((x) => x.hostId)}::uuid[], ${v.map((x) => x.cpe)}::text[]) as n(h, c) where n.h = p.host_id and n.c = p.cpe)
+    returning p.host_id`.execute(db);
+  const added = v.length === 0 ? { rows: [] } : await sql<{ host_id: string }>`
+    insert into host_platform_cpes (organisation_id, host_id, cpe)
+    select ${o}, h, c from unnest(${v.map((x) => x.hostId)}::uuid[], ${v.map((x) => x.cpe)}::text[]) as n(h, c)
+    on conflict (organisation_id, host_id, cpe) do update set seen_at = now() where host_platform_cpes.seen_at < now()
+    returning host_id, (xmax = 0) as inserted`.execute(db);
+  return [...new Set([...removed.rows.map((r) => r.host_id), ...(added.rows as { host_id: string; inserted?: boolean }[]).filter((r) => r.inserted).map((r) => r.host_id)])];
+}
+
 export async function upsertRoutes(db: Db, o: string, since: Date, v: { hostId: string; destination: string; nextHop: string | null; iface: string; metric: number | null }[]) {
   if (v.length === 0) return [];
   const differs = '(excluded.next_hop is not null and excluded.next_hop is distinct from host_routes.next_hop) or (excluded.metric is not null and excluded.metric is distinct from host_routes.metric)';

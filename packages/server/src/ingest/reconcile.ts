@@ -77,6 +77,7 @@ export async function reconcile(tx: Transaction<DB>, source: Source, facts: Fact
     await reconcileCertificates(tx, source, facts, host),
     await reconcileNeighbours(tx, source, facts, host),
     await reconcileVlans(tx, source, facts, host),
+    await reconcilePlatformCpes(tx, source, facts, host),
     await reconcileRoutes(tx, source, facts, host),
     await reconcileLagGroups(tx, source, facts, host),
   ];
@@ -191,6 +192,22 @@ async function reconcileNeighbours(tx: Kysely<DB>, s: Source, f: Facts, host: Ho
   })), (n) => key(n.hostId, n.localInterface, n.remoteChassisId));
   const changed = changedKeys(await repo.upsertNeighbors(tx, s.organisationId, s.since, rows), (r) => key(r.host_id, r.local_interface, r.remote_chassis_id));
   return step(f.neighbours, (x) => key(host(x.fingerprint), x.localInterface, x.remoteChassisId), changed);
+}
+
+/** The host's own CPEs (operating system, hardware): a host that reports them has exactly that set. */
+async function reconcilePlatformCpes(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step> {
+  const reporting = f.hosts.filter((h) => h.cpes !== undefined);
+  if (reporting.length === 0) return { unchanged: 0, changedHostIds: [] };
+  const hostIds = [...new Set(reporting.map((h) => host(h.fingerprint)))];
+  const rows = mergeBy(reporting.flatMap((h) => h.cpes!.map((c) => ({ hostId: host(h.fingerprint), cpe: c.toLowerCase() }))), (r) => `${r.hostId}|${r.cpe}`);
+  const changed = await repo.replacePlatformCpes(tx, s.organisationId, rows, hostIds);
+  if (changed.length > 0) {
+    // What the host's services run on changed: cve.match matches them again (it reads changed services from the change log).
+    const services = await tx.selectFrom('services').select('id').where('organisation_id', '=', s.organisationId).where('host_id', 'in', changed).where('gone_at', 'is', null).execute();
+    await logChanges(tx, s.organisationId, 'service', services.map((x) => x.id), 'updated');
+  }
+  // Counted with the host rows (reconcileHosts): a changed set makes the host changed.
+  return { unchanged: 0, changedHostIds: changed };
 }
 
 /** VLANs and their tagged and untagged members. */
