@@ -1,6 +1,6 @@
 import semver from 'semver';
 import { type Cpe, hasWildcard, isLiteral, literalText } from './cpe.js';
-import { compareVersions } from './version.js';
+import { compareVersions, toSemver } from './version.js';
 
 /** OSV schema (https://ossf.github.io/osv-schema/) `affected[].ranges[].events[]`. */
 export interface OsvEvent {
@@ -16,9 +16,9 @@ export interface OsvAffected {
   versions?: string[];
 }
 
-/** A SEMVER version as the semver package reads it: a leading `v` coerced away; null when not semver. */
+/** A version as SEMVER ranges read it: `v1.2.3`, Go's `go1.21.3` and `1.20` (1.20.0), pre-releases such as `go1.21rc2` (see toSemver). */
 function semverOf(v: string): string | null {
-  return semver.valid(v.trim().replace(/^v(?=\d)/i, ''));
+  return toSemver(v);
 }
 
 type Compare = (a: string, b: string) => number;
