@@ -543,8 +543,10 @@ describe.skipIf(!haveChromium)('topology views in Chromium', () => {
     expect(await p.getByRole('link', { name: 'Export Mermaid' }).getAttribute('href')).not.toContain('expand');
     await p.getByRole('button', { name: 'Open all' }).click();
     await expect.poll(() => new URL(p.url()).searchParams.get('open'), POLL).toBe('all');
-    const openHref = (await p.getByRole('link', { name: 'Export Mermaid' }).getAttribute('href'))!;
-    expect(openHref).toContain('expand=all');
+    // The links follow the URL on the next render: wait for them as for the URL.
+    const mermaid = p.getByRole('link', { name: 'Export Mermaid' });
+    await expect.poll(() => mermaid.getAttribute('href'), POLL).toContain('expand=all');
+    const openHref = (await mermaid.getAttribute('href'))!;
     const openText = await (await p.request.get(openHref)).text();
     expect(openText.split('\n')[0]).toBe('flowchart LR');
     expect(openText.match(/subgraph/g)).toHaveLength(4);

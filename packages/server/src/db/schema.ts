@@ -597,14 +597,14 @@ export interface HostPlatformCpesTable {
   organisation_id: string;
   host_id: string;
   cpe: string;
-  seen_at: Generated<Timestamp>;
+  seen_at: Timestamp;
 }
 
 export interface JobSlotsTable {
   job: string;
-  interval_ms: string;
-  slot: string;
-  claimed_at: Generated<Timestamp>;
+  interval_ms: number;
+  slot: number;
+  claimed_at: Timestamp;
 }
 
 export interface JobStatusTable {
