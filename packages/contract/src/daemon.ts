@@ -151,7 +151,7 @@ export const ObservedHost = z.object({
     .array(Text.max(300).regex(/^cpe:2\.3:[oh]:/i, 'expected a CPE 2.3 formatted string of an operating system (o) or hardware (h)'))
     .max(16)
     .optional()
-    .describe('The CPEs of the host itself: its operating system and hardware, as service and OS detection report them. Replace the host\'s set; the platform NVD\'s AND configurations ask for.'),
+    .describe('The CPEs of the host itself: its operating system and hardware, as service and OS detection report them; the platform NVD\'s AND configurations ask for. Added to the host\'s set; one not reported for 30 days leaves it.'),
   interfaces: z.array(z.object({ name: Text.min(1).max(100), mac: Mac.optional(), addresses: z.array(IpAddressField()).max(64).optional() })).max(256).optional(),
   parentFingerprint: Fingerprint.optional(),
 });

@@ -328,7 +328,7 @@ describe('advisories and findings', () => {
       expect(await findings(windows.s)).toEqual([expect.objectContaining({ cveId: 'CVE-2031-1002', severity: 'critical' })]);
     });
 
-    it('matches an AND configuration on the platform a host reports of itself (its OS and hardware CPEs), and stops when the host reports another (issue 29)', async () => {
+    it('matches an AND configuration on the platform a host reports of itself (its OS and hardware CPEs), keeps it through scans naming less, and drops what the host stopped naming a month ago (issue 29)', async () => {
       const onIos = nvd('CVE-2031-1003', {
         vector: CRITICAL,
         score: 9.8,
@@ -350,11 +350,18 @@ describe('advisories and findings', () => {
       expect(stored.map((r) => r.cpe)).toEqual(['cpe:2.3:h:cisco:catalyst_2960:*:*:*:*:*:*:*:*', 'cpe:2.3:o:cisco:ios:15:*:*:*:*:*:*:*']);
       await match(sw.s);
       expect(await findings(sw.s)).toEqual([expect.objectContaining({ cveId: 'CVE-2031-1003', severity: 'critical', state: 'open' })]);
-      // A report replaces the set: another model, the configuration no longer holds, the finding resolves.
+      // A later scan naming less (or other) CPEs adds to the set: nothing shrinks, no finding flaps.
       await settle(sw.s);
       await ingest(t, sw.s.daemon, { sessionId: sw.sessionId, hosts: [{ fingerprint: 'fp-w', cpes: ['cpe:2.3:h:cisco:catalyst_9300:*:*:*:*:*:*:*:*'] }] });
-      const after = await t.database.db.selectFrom('host_platform_cpes').select('cpe').where('organisation_id', '=', sw.s.org.organisationId).execute();
-      expect(after.map((r) => r.cpe)).toEqual(['cpe:2.3:h:cisco:catalyst_9300:*:*:*:*:*:*:*:*']);
+      const cpes = async () => (await t.database.db.selectFrom('host_platform_cpes').select('cpe').where('organisation_id', '=', sw.s.org.organisationId).orderBy('cpe').execute()).map((r) => r.cpe);
+      expect(await cpes()).toEqual(['cpe:2.3:h:cisco:catalyst_2960:*:*:*:*:*:*:*:*', 'cpe:2.3:h:cisco:catalyst_9300:*:*:*:*:*:*:*:*', 'cpe:2.3:o:cisco:ios:15:*:*:*:*:*:*:*']);
+      await match(sw.s);
+      expect(await findings(sw.s)).toEqual([expect.objectContaining({ cveId: 'CVE-2031-1003', state: 'open' })]);
+      // What a host has not named for 30 days leaves its set at its next report: the configuration no longer holds.
+      await settle(sw.s);
+      await sql`update host_platform_cpes set seen_at = now() - interval '31 days' where organisation_id = ${sw.s.org.organisationId} and cpe <> 'cpe:2.3:h:cisco:catalyst_9300:*:*:*:*:*:*:*:*'`.execute(t.database.db);
+      await ingest(t, sw.s.daemon, { sessionId: sw.sessionId, hosts: [{ fingerprint: 'fp-w', cpes: ['cpe:2.3:h:cisco:catalyst_9300:*:*:*:*:*:*:*:*', 'cpe:2.3:o:cisco:ios_xe:17.9:*:*:*:*:*:*:*'] }] });
+      expect(await cpes()).toEqual(['cpe:2.3:h:cisco:catalyst_9300:*:*:*:*:*:*:*:*', 'cpe:2.3:o:cisco:ios_xe:17.9:*:*:*:*:*:*:*']);
       await match(sw.s);
       expect(await findings(sw.s, '&state=resolved')).toEqual([expect.objectContaining({ cveId: 'CVE-2031-1003', state: 'resolved' })]);
       // A CPE that is no operating system or hardware is refused at the edge.
@@ -551,6 +558,15 @@ describe('the advisory feed (SERVICE_ADVISORY_FEED_URL) pulled by cve.match', ()
       expect((await feedRow()).last_error, url).toMatch(reason);
     }
     expect((await feedRow()).last_error).not.toContain('secret');
+    // A URL with userinfo: fetch refuses it quoting the whole URL; neither the password nor the query key is kept.
+    const r = await runner(`http://ops:hunter2-pass@127.0.0.1:9/feed.json?apiKey=QUERYKEY42`).runNow('cve.match');
+    expect(r).toMatchObject({ outcome: 'failed' });
+    const stored = (await feedRow()).last_error!;
+    expect(stored).toMatch(/credentials/);
+    for (const secret of ['hunter2-pass', 'QUERYKEY42']) {
+      expect(stored).not.toContain(secret);
+      expect(r.error ?? '').not.toContain(secret);
+    }
   });
 
   it('reads an offline mirror (file://): a directory of NVD records one per file, a mirror release file (cve_items), OSV records, gzip; unchanged files are not read again (issue 29)', async () => {

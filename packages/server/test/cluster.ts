@@ -192,7 +192,7 @@ export class Nginx {
     const conf = readFileSync(path.join(root, 'deploy/nginx/nginx.conf'), 'utf8');
     const servers = webs.map((w) => `    server 127.0.0.1:${w.port} max_fails=3 fail_timeout=10s;`).join('\n');
     const local = conf
-      .replace(/( {4}server web-[ab]:8080[^\n]*\n)+/, `${servers}\n`)
+      .replace(/( {4}server web-[ab]:8080[^\n]*\n)+/g, `${servers}\n`)
       .replace('listen 80;', `listen 127.0.0.1:${nginx.port};`)
       .replace('worker_processes auto;', 'worker_processes 1;\nuser root;')
       .replace('error_log /dev/stderr', `error_log ${dir}/error.log`)
@@ -205,6 +205,7 @@ export class Nginx {
     execFileSync('nginx', ['-p', `${dir}/`, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')], { stdio: 'pipe' });
     const deadline = Date.now() + 10_000;
     while (!existsSync(path.join(dir, 'nginx.pid')) && Date.now() < deadline) await sleep(50);
+    if (!existsSync(path.join(dir, 'nginx.pid'))) throw new Error(`nginx did not start: ${readFileSync(path.join(dir, 'error.log'), 'utf8').slice(-500)}`);
     return nginx;
   }
 
@@ -220,12 +221,22 @@ export class Nginx {
     }
   }
 
-  stop(): void {
+  /** Stops nginx (SIGTERM: at once, open connections closed) and waits for it to go. */
+  async stop(): Promise<void> {
+    let pid: number;
     try {
-      const pid = Number(readFileSync(path.join(this.dir, 'nginx.pid'), 'utf8').trim());
-      process.kill(pid, 'SIGQUIT');
+      pid = Number(readFileSync(path.join(this.dir, 'nginx.pid'), 'utf8').trim());
+      process.kill(pid, 'SIGTERM');
     } catch {
-      // not running
+      return; // not running
+    }
+    for (let i = 0; i < 100; i++) {
+      try {
+        process.kill(pid, 0);
+      } catch {
+        return;
+      }
+      await sleep(50);
     }
   }
 }
@@ -257,7 +268,7 @@ export async function startCluster(opts: { webs: number; workers: number; env?: 
   const workers: SurveyorProcess[] = [];
   let nginx: Nginx | undefined;
   const close = async () => {
-    nginx?.stop();
+    await nginx?.stop();
     for (const p of [...webs, ...workers]) p.kill('SIGTERM');
     await Promise.race([Promise.all([...webs, ...workers].map((p) => p.exited)), sleep(15_000)]);
     for (const p of [...webs, ...workers]) p.kill('SIGKILL');

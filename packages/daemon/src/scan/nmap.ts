@@ -137,12 +137,13 @@ function cpesOf(values: unknown[]): string[] {
 
 /**
  * The CPEs of a host itself, for NVD's AND configurations: the operating system and hardware
- * (`o`, `h`) CPEs of its best OS match and of its services' detection (an SSH server on a Cisco
- * device names `cpe:/o:cisco:ios`), at most 16.
+ * (`o`, `h`) CPEs of its best OS match (when nmap's output has one: the daemon does not ask for
+ * -O, which needs root and time) and of its services' detection (an SSH server on a Cisco device
+ * names `cpe:/o:cisco:ios`), at most 16, none longer than the contract's 300 characters.
  */
 export function platformCpes(h: NmapHost): string[] {
   const all = [...h.osCpes, ...h.ports.flatMap((p) => p.service?.cpes ?? [])];
-  return [...new Set(all.filter((c) => /^cpe:2\.3:[oh]:/.test(c)))].slice(0, 16);
+  return [...new Set(all.filter((c) => /^cpe:2\.3:[oh]:/.test(c) && c.length <= 300))].slice(0, 16);
 }
 
 function service(s: any): NmapService {

@@ -8,6 +8,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../db/schema.js';
 import { ProviderError } from '../jobs/runner.js';
+import { redactText } from '../logger.js';
 import * as repo from './advisories.repo.js';
 import { parseDocument, storeAdvisories } from './import.service.js';
 
@@ -70,10 +71,22 @@ export async function pullFeed(db: Kysely<DB>, cfg: FeedConfig, logger: Logger, 
     return isNvdApi(cfg.url) ? await pullNvd(db, cfg, logger, signal) : await pullFile(db, cfg, signal);
   } catch (err) {
     const failure = feedFailure(err, cfg);
+    failure.text = withoutUrlSecrets(failure.text);
     await repo.recordFeedError(db, cfg.url, failure.text);
     // A network failure (fetch's "fetch failed" hides its cause) becomes a provider failure without a status: transient, retried.
-    throw failure.network ? new ProviderError(failure.text) : err;
+    // Anything else as its kind's text: the original message may quote the URL's secrets (fetch's refusals do).
+    if (failure.network) throw new ProviderError(failure.text);
+    throw err instanceof ProviderError || (err as Error)?.name === 'AbortError' ? err : new Error(failure.text);
   }
+}
+
+/**
+ * A failure's text as it may be stored and shown: every URL in it without userinfo or query (fetch
+ * quotes the whole URL, `user:password@` and `?apiKey=` included, when it refuses one), then the
+ * logger's redaction of anything token-like.
+ */
+export function withoutUrlSecrets(text: string): string {
+  return redactText(text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi, '$1').replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s?#)]*)[?#][^\s)]*/gi, '$1'));
 }
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
@@ -264,7 +277,10 @@ async function pullNvd(db: Kysely<DB>, cfg: FeedConfig, logger: Logger, signal: 
   const state = await repo.feedState(db);
   // A pass a failure left unfinished resumes at its next page, with the window it started with;
   // else a new pass: from the end of the last complete one, or whole.
-  const resumed = state?.nvdPass?.url === cfg.url ? state.nvdPass : null;
+  // Only a whole pass resumes by index: NVD serves the whole feed in a stable order that only grows
+  // at its end, while a lastModified window loses records modified since (the rest shift left
+  // past the index, and the next increment starts after the window): a window starts over.
+  const resumed = state?.nvdPass?.url === cfg.url && state.nvdPass.from === null ? state.nvdPass : null;
   const end = resumed?.end ?? new Date();
   const from = resumed ? resumed.from : incrementFrom(state, cfg);
   const out: FeedPull = { mode: 'nvd', changed: false, new: 0, updated: 0, pages: 0, ...(resumed ? { resumedAt: resumed.index } : {}) };
@@ -308,6 +324,6 @@ function incrementFrom(state: repo.FeedState | null, cfg: FeedConfig): Date | nu
  */
 export async function pullIsLong(db: Kysely<DB>, cfg: FeedConfig): Promise<boolean> {
   const state = await repo.feedState(db);
-  if (isNvdApi(cfg.url)) return state?.nvdPass?.url === cfg.url || incrementFrom(state, cfg) === null;
+  if (isNvdApi(cfg.url)) return (state?.nvdPass?.url === cfg.url && state.nvdPass.from === null) || incrementFrom(state, cfg) === null;
   return state?.url !== cfg.url || state.confirmedAt === null;
 }

@@ -67,7 +67,7 @@ async function verify(args: string[], io: CliIO, config: Parameters<CliVerb['run
   const r = await verifyAttestation(pdf, key, content);
   const code = r.valid ? 0 : r.unknownKey ? 3 : 1;
   if (f.json) {
-    io.out(JSON.stringify(r.valid ? { valid: true, contentChecked: r.contentChecked, signedBytes: r.signedBytes, attestation: r.payload } : { valid: false, reason: r.reason, ...(r.unknownKey ? { unknownKey: true } : {}), ...(r.payload ? { attestation: r.payload } : {}) }));
+    io.out(JSON.stringify(r.valid ? { valid: true, contentChecked: r.contentChecked, signedBytes: r.signedBytes, attestation: r.payload } : { valid: false, reason: r.reason, ...(r.unknownKey ? { unknownKey: true } : {}), ...(r.payload && !r.unknownKey ? { attestation: r.payload } : {}) }));
     return code;
   }
   if (!r.valid) {

@@ -357,24 +357,29 @@ export async function upsertVlans(db: Db, o: string, since: Date, v: { hostId: s
   );
 }
 
+/** How long a host keeps a platform CPE its reports no longer name (a scan may simply not reach the service that names it). */
+export const PLATFORM_CPE_KEEP_DAYS = 30;
+
 /**
- * Makes each listed host's platform CPEs exactly the set given (a report replaces the set); the
- * ids of the hosts whose set changed. Two statements: remove what the hosts no longer report,
- * add what is new.
+ * Adds each reported platform CPE to its host's set (or refreshes it), and drops from a reporting
+ * host the CPEs it has not named for PLATFORM_CPE_KEEP_DAYS: a scan that detects fewer services
+ * does not shrink the set (no finding flaps), a host that changed does lose what it no longer is.
+ * The ids of the hosts whose set changed.
  */
-export async function replacePlatformCpes(db: Db, o: string, v: { hostId: string; cpe: string }[], hostIds: string[]): Promise<string[]> {
+export async function reportPlatformCpes(db: Db, o: string, v: { hostId: string; cpe: string }[], hostIds: string[]): Promise<string[]> {
   if (hostIds.length === 0) return [];
   const removed = await sql<{ host_id: string }>`
     delete from host_platform_cpes p
     where p.organisation_id = ${o} and p.host_id = any(${hostIds}::uuid[])
+      and p.seen_at < now() - ${PLATFORM_CPE_KEEP_DAYS} * interval '1 day'
       and not exists (select 1 from unnest(${v.map((x) => x.hostId)}::uuid[], ${v.map((x) => x.cpe)}::text[]) as n(h, c) where n.h = p.host_id and n.c = p.cpe)
     returning p.host_id`.execute(db);
-  const added = v.length === 0 ? { rows: [] } : await sql<{ host_id: string }>`
+  const added = v.length === 0 ? { rows: [] } : await sql<{ host_id: string; inserted: boolean }>`
     insert into host_platform_cpes (organisation_id, host_id, cpe)
     select ${o}, h, c from unnest(${v.map((x) => x.hostId)}::uuid[], ${v.map((x) => x.cpe)}::text[]) as n(h, c)
     on conflict (organisation_id, host_id, cpe) do update set seen_at = now() where host_platform_cpes.seen_at < now()
     returning host_id, (xmax = 0) as inserted`.execute(db);
-  return [...new Set([...removed.rows.map((r) => r.host_id), ...(added.rows as { host_id: string; inserted?: boolean }[]).filter((r) => r.inserted).map((r) => r.host_id)])];
+  return [...new Set([...removed.rows.map((r) => r.host_id), ...added.rows.filter((r) => r.inserted).map((r) => r.host_id)])];
 }
 
 export async function upsertRoutes(db: Db, o: string, since: Date, v: { hostId: string; destination: string; nextHop: string | null; iface: string; metric: number | null }[]) {

@@ -194,13 +194,13 @@ async function reconcileNeighbours(tx: Kysely<DB>, s: Source, f: Facts, host: Ho
   return step(f.neighbours, (x) => key(host(x.fingerprint), x.localInterface, x.remoteChassisId), changed);
 }
 
-/** The host's own CPEs (operating system, hardware): a host that reports them has exactly that set. */
+/** The host's own CPEs (operating system, hardware): added to its set; those it stopped naming a month ago leave it. */
 async function reconcilePlatformCpes(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step> {
   const reporting = f.hosts.filter((h) => h.cpes !== undefined);
   if (reporting.length === 0) return { unchanged: 0, changedHostIds: [] };
   const hostIds = [...new Set(reporting.map((h) => host(h.fingerprint)))];
   const rows = mergeBy(reporting.flatMap((h) => h.cpes!.map((c) => ({ hostId: host(h.fingerprint), cpe: c.toLowerCase() }))), (r) => `${r.hostId}|${r.cpe}`);
-  const changed = await repo.replacePlatformCpes(tx, s.organisationId, rows, hostIds);
+  const changed = await repo.reportPlatformCpes(tx, s.organisationId, rows, hostIds);
   if (changed.length > 0) {
     // What the host's services run on changed: cve.match matches them again (it reads changed services from the change log).
     const services = await tx.selectFrom('services').select('id').where('organisation_id', '=', s.organisationId).where('host_id', 'in', changed).where('gone_at', 'is', null).execute();

@@ -35,12 +35,15 @@ export async function recordStart(db: Kysely<DB>, job: string, organisationId: s
 /**
  * Claims slot `slot` of a job's schedule (its interval's boundaries counted on the wall clock):
  * true for the one caller that moves the job to this slot, false when it is already there (or
- * past it). One statement: two processes claiming at once cannot both win.
+ * past it). One statement: two processes claiming at once cannot both win. A claim older than two
+ * intervals (by the database's clock) yields to any: a process whose clock ran ahead and claimed
+ * a slot from the future cannot stop the job for every other process until their clocks get there.
  */
 export async function claimSlot(db: Kysely<DB>, job: string, intervalMs: number, slot: number): Promise<boolean> {
   const r = await sql`
     insert into job_slots (job, interval_ms, slot) values (${job}, ${intervalMs}, ${slot})
-    on conflict (job, interval_ms) do update set slot = excluded.slot, claimed_at = now() where job_slots.slot < excluded.slot
+    on conflict (job, interval_ms) do update set slot = excluded.slot, claimed_at = now()
+    where job_slots.slot < excluded.slot or job_slots.claimed_at < now() - ${2 * intervalMs} * interval '1 millisecond'
     returning slot`.execute(db);
   return r.rows.length === 1;
 }
