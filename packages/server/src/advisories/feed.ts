@@ -172,16 +172,20 @@ async function readZip(source: string | Buffer, onBatch: (docs: unknown[]) => Pr
   });
 }
 
+/** Stores one page (a batch of documents) of a pull, counted into `out`; the records it held. */
+async function storePage(db: Kysely<DB>, docs: unknown[], out: FeedPull): Promise<number> {
+  const r = await storeAdvisories(db, docs);
+  out.pages++;
+  out.new += r.new;
+  out.updated += r.updated;
+  return r.new + r.updated + r.unchanged;
+}
+
 /** Stores the records of a zip archive (see readZip) into `out`; an archive without one record is an error. */
 async function pullZip(db: Kysely<DB>, source: string | Buffer, name: string, out: FeedPull): Promise<void> {
   let records = 0;
   await readZip(source, async (docs) => {
-    if (docs.length === 0) return;
-    const r = await storeAdvisories(db, docs);
-    out.pages++;
-    out.new += r.new;
-    out.updated += r.updated;
-    records += r.new + r.updated + r.unchanged;
+    if (docs.length > 0) records += await storePage(db, docs, out);
   });
   if (records === 0) throw new SyntaxError(`${name} holds no advisory record`);
   out.changed = out.new + out.updated > 0;
@@ -235,11 +239,7 @@ async function pullLocal(db: Kysely<DB>, cfg: FeedConfig, signal: AbortSignal | 
         throw new SyntaxError(`${f.path}: not JSON or gzip of JSON (${(err as Error).message})`);
       }
     }
-    const r = await storeAdvisories(db, docs);
-    out.pages++;
-    out.new += r.new;
-    out.updated += r.updated;
-    records += r.new + r.updated + r.unchanged;
+    records += await storePage(db, docs, out);
   }
   // A mirror without one record is no mirror: the age keeps running (the stale-feed alert fires).
   if (records === 0) throw new SyntaxError(`${root} holds no advisory record (${files.length} JSON file(s) read)`);
@@ -294,10 +294,7 @@ async function pullNvd(db: Kysely<DB>, cfg: FeedConfig, logger: Logger, signal: 
     }
     const page = parseDocument(Buffer.from(await (await get(u.toString(), cfg, signal)).arrayBuffer())) as { totalResults?: unknown; resultsPerPage?: unknown; vulnerabilities?: unknown };
     if (!Array.isArray(page.vulnerabilities) || typeof page.totalResults !== 'number') throw new ProviderError('advisory feed answered a page without totalResults and vulnerabilities[]');
-    const r = await storeAdvisories(db, [page]);
-    out.pages++;
-    out.new += r.new;
-    out.updated += r.updated;
+    await storePage(db, [page], out);
     const served = typeof page.resultsPerPage === 'number' && page.resultsPerPage > 0 ? page.resultsPerPage : page.vulnerabilities.length;
     start += served;
     if (served === 0 || start >= page.totalResults) break;
