@@ -54,12 +54,15 @@ describe.runIf(canRunCluster('the scale-out test (two web processes and two work
   const ownerEmail = 'owner@scale-out.test';
   const api = (base: string, method: string, url: string, token: string, body?: unknown) =>
     fetch(`${base}${url}`, { method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  /** The web process nginx sent the last completed request for `uri` to (its access log's upstream). */
-  const upstreamOf = (uri: string): SurveyorProcess => {
-    const line = c.nginx.access().filter((l) => l.uri.startsWith(uri)).at(-1);
-    const w = c.webs.find((x) => line?.upstream === `127.0.0.1:${x.port}`);
-    if (!w) throw new Error(`no upstream recorded for ${uri}: ${JSON.stringify(line)}`);
-    return w;
+  /** The web process nginx sent the last completed request for `uri` to (its access log's upstream; nginx writes the line just after answering, so it is waited for). */
+  const upstreamOf = async (uri: string): Promise<SurveyorProcess> => {
+    for (let i = 0; i < 100; i++) {
+      const line = c.nginx.access().filter((l) => l.uri.startsWith(uri)).at(-1);
+      const w = c.webs.find((x) => line?.upstream === `127.0.0.1:${x.port}`);
+      if (w) return w;
+      await sleep(50);
+    }
+    throw new Error(`no upstream recorded for ${uri}`);
   };
   const other = (w: SurveyorProcess) => c.webs.find((x) => x !== w)!;
 
@@ -99,7 +102,7 @@ describe.runIf(canRunCluster('the scale-out test (two web processes and two work
     const hb = await fetch(`${c.nginx.url}/api/v1/daemon/heartbeat`, { method: 'POST', headers: dh, body: JSON.stringify({ status: 'online', loadedSignatures: { core: 1, custom: 0 } }) });
     expect(hb.status).toBe(200);
     // nginx sends a credential to one process (deploy/nginx/nginx.conf): the daemon's polls land there; scans are queued on the other.
-    const daemonWeb = upstreamOf('/api/v1/daemon/heartbeat');
+    const daemonWeb = await upstreamOf('/api/v1/daemon/heartbeat');
     const queueWeb = other(daemonWeb);
     const received = new Map<string, number>();
     const latencies: number[] = [];
@@ -135,7 +138,7 @@ describe.runIf(canRunCluster('the scale-out test (two web processes and two work
     const cookie = String(login.headers.get('set-cookie')).split(';')[0]!;
     const me = await fetch(`${c.nginx.url}/api/v1/auth/me`, { headers: { cookie } });
     expect(me.status).toBe(200);
-    const sseWeb = upstreamOf('/api/v1/auth/me');
+    const sseWeb = await upstreamOf('/api/v1/auth/me');
     const abort = new AbortController();
     const stream = await fetch(`${c.nginx.url}/api/sse`, { headers: { cookie, accept: 'text/event-stream' }, signal: abort.signal });
     expect(stream.status).toBe(200);
