@@ -20,6 +20,7 @@ const PACKAGES = {
   promtool: 'prometheus',
   nginx: 'nginx',
   chromium: 'chromium',
+  xz: 'xz-utils',
 } as const;
 export type Tool = keyof typeof PACKAGES;
 

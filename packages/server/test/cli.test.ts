@@ -4,12 +4,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import yazl from 'yazl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.js';
 import { ConfigSchema } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 import { loadMigrations } from '../src/db/migrate.js';
 import { cliVerbs } from '../src/main.js';
+import { haveTools } from '../../../test/system-tools.js';
 import { PASSWORD, bearer, buildTestApp } from './helpers.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
@@ -18,6 +20,26 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const latest = loadMigrations().at(-1)!.version;
 
 let dataDir: string;
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** `bytes` compressed by xz(1) with its defaults (CRC64, LZMA2 preset 6), as the NVD mirror releases are. */
+function xz(bytes: Buffer | string): Buffer {
+  const r = spawnSync('xz', ['-z', '-c', '-T1'], { input: bytes, maxBuffer: 64 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`xz failed (${r.status}): ${String(r.stderr)}`);
+  return r.stdout;
+}
+
+/** A zip archive of `entries` (name, content), as yazl writes it. */
+function zipOf(entries: [string, Buffer | string][]): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const z = new yazl.ZipFile();
+    for (const [name, content] of entries) z.addBuffer(Buffer.from(content), name);
+    z.end();
+    const chunks: Buffer[] = [];
+    z.outputStream.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+  });
+}
 beforeAll(() => {
   dataDir = mkdtempSync(path.join(tmpdir(), 'surveyor-cli-'));
 });
@@ -237,7 +259,7 @@ describe('surveyor advisories', () => {
     expect(status).toMatchObject({ advisories: 2, nvd: 1, osv: 1, withdrawn: 0, url: null, lastError: null, confirmedAt: expect.any(String) });
   });
 
-  it('import refuses a file without one usable record (exit 1, the reasons, the mirror not confirmed current), and a file that is not JSON exits 1 naming it, importing nothing', async () => {
+  it('import refuses a file without one usable record (exit 1, the reasons, the mirror not confirmed current), and a file that is not JSON exits 1 naming it; a path that is not a file exits 1 importing nothing', async () => {
     const confirmed = async () => JSON.parse((await cli('advisories', 'status', '--json')).out[0]!).confirmedAt as string | null;
     const before = await confirmed();
     const mixed = path.join(dataDir, 'mixed.json');
@@ -250,13 +272,65 @@ describe('surveyor advisories', () => {
     writeFileSync(empty, JSON.stringify({ resultsPerPage: 0, startIndex: 0, totalResults: 0, vulnerabilities: [] }));
     expect((await cli('advisories', 'import', empty)).err).toEqual([expect.stringMatching(/holds no usable advisory record \(it lists none\)/)]);
     expect(await confirmed()).toBe(before);
+    // Each file is read as it is imported: one that is not JSON is said, naming it; the others are still imported.
     const bad = path.join(dataDir, 'bad.json');
     writeFileSync(bad, '{ not json');
     const failed = await cli('advisories', 'import', mixed, bad);
     expect(failed.code).toBe(1);
     expect(failed.out).toEqual([]);
-    expect(failed.err).toEqual([expect.stringMatching(new RegExp(`^surveyor: ${bad.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: not JSON or gzip of JSON`))]);
+    expect(failed.err).toEqual([expect.stringMatching(/^surveyor: .*mixed\.json: The document holds no usable advisory record/), expect.stringMatching(new RegExp(`^surveyor: ${escapeRegExp(bad)}: not JSON \\(the document: `))]);
+    expect(await confirmed()).toBe(before);
+    // A path that is not a readable file: refused before anything is imported.
+    const gone = path.join(dataDir, 'gone.json');
+    const missing = await cli('advisories', 'import', path.join(fixtures, 'nvd-CVE-2021-44228.json'), gone);
+    expect(missing).toMatchObject({ code: 1, out: [], err: [expect.stringMatching(/^surveyor: ENOENT: .*gone\.json/)] });
+    expect((await cli('advisories', 'import', dataDir)).err).toEqual([`surveyor: ${dataDir}: not a file`]);
+    expect(JSON.parse((await cli('advisories', 'status', '--json')).out[0]!)).toMatchObject({ advisories: 2, confirmedAt: before });
     expect(refused(await cli('advisories', 'import'))).toMatch(/needs at least one FILE/);
+  });
+
+  it('import reads a zip archive, every *.json entry one record (an OSV ecosystem\'s all.zip), reporting as for JSON; a zip without one usable record exits 1', async () => {
+    const confirmed = async () => JSON.parse((await cli('advisories', 'status', '--json')).out[0]!).confirmedAt as string | null;
+    // Two real OSV records (GO-2023-2102's `modified` is 0001-01-01 in the Go database's files: given a real time here).
+    const go = { ...JSON.parse(readFileSync(path.join(fixtures, 'osv-GO-2023-2102.json'), 'utf8')), modified: '2023-10-11T18:16:00Z' };
+    const zip = path.join(dataDir, 'all.zip');
+    writeFileSync(zip, await zipOf([
+      ['GHSA-c2qf-rxjj-qqgw.json', readFileSync(path.join(fixtures, 'osv-GHSA-c2qf-rxjj-qqgw.json'))],
+      ['GO-2023-2102.json', JSON.stringify(go)],
+      ['README.txt', 'not read'],
+    ]));
+    // The GHSA record is held already (imported as gzip above): unchanged; the Go one new.
+    expect(await cli('advisories', 'import', zip)).toEqual({ code: 0, err: [], out: [`${zip}: 1 new, 0 updated, 1 unchanged, 0 skipped`] });
+    expect(json(await cli('advisories', 'status', '--json'))).toMatchObject({ advisories: 3, nvd: 1, osv: 2 });
+    const before = await confirmed();
+    const nothing = path.join(dataDir, 'nothing.zip');
+    writeFileSync(nothing, await zipOf([['hello.json', JSON.stringify({ hello: 'world' })], ['README.txt', 'not read']]));
+    expect(await cli('advisories', 'import', nothing)).toEqual({ code: 1, out: [], err: [`surveyor: ${nothing}: The document holds no usable advisory record (1 skipped: (no id): neither an NVD CVE record nor an OSV record); nothing was imported and the mirror is not confirmed current.`] });
+    const empty = path.join(dataDir, 'empty.zip');
+    writeFileSync(empty, await zipOf([['README.txt', 'no JSON here']]));
+    expect(await cli('advisories', 'import', empty)).toMatchObject({ code: 1, err: [expect.stringMatching(/holds no usable advisory record \(it lists none\)/)] });
+    expect(await confirmed()).toBe(before);
+  });
+
+  // The .xz files are made with xz(1) (xz-utils, installed by .ci/run); the server reads them with xz-decompress.
+  it.skipIf(!haveTools('the CLI import of .xz files', ['xz']))('import reads xz files (an NVD mirror release CVE-<year>.json.xz) as it reads JSON; a corrupt one exits 1 naming it, leaving the mirror\'s age alone', async () => {
+    const confirmed = async () => JSON.parse((await cli('advisories', 'status', '--json')).out[0]!).confirmedAt as string | null;
+    // A release file of the NVD JSON mirror (fkie-cad/nvd-json-data-feeds): NVD 2.0 cve objects under cve_items.
+    const cves = ['nvd-CVE-2021-44228.json', 'nvd-CVE-2022-26488.json'].map((f) => JSON.parse(readFileSync(path.join(fixtures, f), 'utf8')).vulnerabilities[0].cve);
+    const release = path.join(dataDir, 'CVE-2022.json.xz');
+    writeFileSync(release, xz(JSON.stringify({ timestamp: '2024-07-10T00:00:00', cve_count: 2, cve_items: cves })));
+    expect(await cli('advisories', 'import', release)).toEqual({ code: 0, err: [], out: [`${release}: 2 new, 0 updated, 0 unchanged, 0 skipped`] });
+    // One OSV record, held already: unchanged.
+    const osv = path.join(dataDir, 'osv.json.xz');
+    writeFileSync(osv, xz(readFileSync(path.join(fixtures, 'osv-GHSA-c2qf-rxjj-qqgw.json'))));
+    expect(json(await cli('advisories', 'import', osv, '--json'))[osv]).toMatchObject({ new: 0, updated: 0, unchanged: 1, skippedCount: 0 });
+    const before = await confirmed();
+    const corrupt = Buffer.from(xz(readFileSync(path.join(fixtures, 'nvd-CVE-2016-20012.json'))));
+    corrupt[Math.floor(corrupt.length / 2)]! ^= 0xff;
+    const bad = path.join(dataDir, 'corrupt.json.xz');
+    writeFileSync(bad, corrupt);
+    expect(await cli('advisories', 'import', bad)).toEqual({ code: 1, out: [], err: [expect.stringMatching(new RegExp(`^surveyor: ${escapeRegExp(bad)}: not a readable xz file \\((corrupt data|truncated or corrupt)\\)$`))] });
+    expect(await confirmed()).toBe(before);
   });
 });
 

@@ -1,9 +1,11 @@
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
 import { UsageError, parseFlags } from '../cli/args.js';
 import { withMigratedDatabase } from '../db/open.js';
 import { AppError } from '../errors.js';
 import type { CliVerb } from '../module.js';
 import * as repo from './advisories.repo.js';
-import { type ImportResult, importAdvisories, readAdvisoryFile } from './import.service.js';
+import { type ImportResult, importAdvisoryFile } from './import.service.js';
 
 function human(file: string, r: ImportResult): string {
   const lines = [`${file}: ${r.new} new, ${r.updated} updated, ${r.unchanged} unchanged, ${r.skippedCount} skipped`];
@@ -16,23 +18,28 @@ function human(file: string, r: ImportResult): string {
 export const advisoriesVerb: CliVerb = {
   usage: ['advisories import FILE… [--json]', 'advisories status [--json]', 'advisories rematch'],
   help: `Manages the advisory mirror shared by every organisation (migrating the database first).
-import: NVD CVE API 2.0 JSON (a response page or one record) and OSV JSON (one record or an array),
-  plain or gzip; idempotent (a record already held at a newer modification, or at the same with the
-  same content, changes nothing); prints new, updated, unchanged and skipped (with why) per file. Matching follows on
-  the next cve.match run (every 5 minutes).
+import: NVD CVE API 2.0 JSON (a response page, one record, or a release file of the NVD JSON mirror
+  with cve_items) and OSV JSON (one record or an array), plain, gzip or xz, or a zip archive of such
+  files (every *.json entry: an OSV ecosystem's all.zip), read as a stream; idempotent (a record
+  already held at a newer modification, or at the same with the same content, changes nothing);
+  prints new, updated, unchanged and skipped (with why) per file. Matching follows on the next
+  cve.match run (every 5 minutes).
 status: how many advisories, when the mirror was last confirmed current, the feed's last error.
 rematch: every organisation's next cve.match run matches all of its services again.
-Exit 2 on bad arguments, 1 when a file cannot be read or holds no usable record (the other files are still imported;
-the mirror is not confirmed current by such a file).`,
+Exit 2 on bad arguments, 1 when a path is not a readable file (nothing is imported), or when a file's
+content cannot be read or holds no usable record (the other files are still imported; records before a
+fault are kept; the mirror is not confirmed current by such a file).`,
   async run([sub, ...args], io, config) {
     if (sub === 'import') {
       const files = args.filter((a) => !a.startsWith('--'));
       const f = parseFlags(args.filter((a) => a.startsWith('--')), { json: 'boolean' });
       if (files.length === 0) throw new UsageError('advisories import needs at least one FILE');
-      const docs: [string, unknown][] = [];
+      // A path that is not a readable file fails before anything is imported; its content is read
+      // as it is imported (a mirror release is gigabytes: never read twice, never held whole).
       for (const file of files) {
         try {
-          docs.push([file, await readAdvisoryFile(file)]);
+          if (!(await stat(file)).isFile()) throw new Error(`${file}: not a file`);
+          await access(file, constants.R_OK);
         } catch (err) {
           io.err(`surveyor: ${(err as Error).message}`);
           return 1;
@@ -41,17 +48,18 @@ the mirror is not confirmed current by such a file).`,
       return withMigratedDatabase(config, async (database) => {
         const results: Record<string, ImportResult | { error: string }> = {};
         let failed = false;
-        for (const [file, doc] of docs) {
+        for (const file of files) {
           try {
-            const r = await importAdvisories(database.db, [doc]);
+            const r = await importAdvisoryFile(database.db, file);
             results[file] = r;
             if (!f.json) io.out(human(file, r));
           } catch (err) {
-            if (!(err instanceof AppError)) throw err;
-            // A file without one usable record: said, counted as a failure, the other files still imported.
+            // A file without one usable record (AppError), or whose content cannot be read (SyntaxError, naming
+            // it): said, counted as a failure, the other files still imported.
+            if (!(err instanceof AppError) && !(err instanceof SyntaxError)) throw err;
             failed = true;
             results[file] = { error: err.message };
-            io.err(`surveyor: ${file}: ${err.message}`);
+            io.err(err instanceof AppError ? `surveyor: ${file}: ${err.message}` : `surveyor: ${err.message}`);
           }
         }
         if (f.json) io.out(JSON.stringify(results));

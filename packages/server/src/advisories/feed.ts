@@ -1,15 +1,15 @@
 import { createHash } from 'node:crypto';
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import yauzl from 'yauzl';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../db/schema.js';
 import { ProviderError } from '../jobs/runner.js';
 import { redactText } from '../logger.js';
 import * as repo from './advisories.repo.js';
+import { batches, readDocuments } from './documents.js';
 import { parseDocument, storeAdvisories } from './import.service.js';
 
 export interface FeedConfig {
@@ -61,7 +61,7 @@ async function get(url: string, cfg: FeedConfig, signal: AbortSignal | undefined
 /**
  * Pulls SERVICE_ADVISORY_FEED_URL into the mirror (job cve.match, before matching). The NVD API is
  * read page by page, from the last complete pull's end (`lastModStartDate`/`lastModEndDate`) or
- * whole the first time; a file URL (JSON or gzip) is fetched with `If-None-Match` /
+ * whole the first time; a file URL (JSON, gzip, xz or zip) is fetched with `If-None-Match` /
  * `If-Modified-Since` from its last answer. A failure is recorded and thrown (5xx, 408, 429 and
  * timeouts are transient: the job retries); the mirror keeps what it had.
  */
@@ -102,7 +102,8 @@ export function feedFailure(err: unknown, cfg: Pick<FeedConfig, 'url' | 'timeout
   try {
     const u = new URL(cfg.url);
     host = u.hostname;
-    where = `${u.origin}${u.pathname}`;
+    // A file: URL's origin is "null": said as file://<path>.
+    where = u.protocol === 'file:' ? `file://${u.pathname}` : `${u.origin}${u.pathname}`;
   } catch {
     // not a URL: said as "the feed"
   }
@@ -120,58 +121,6 @@ export function feedFailure(err: unknown, cfg: Pick<FeedConfig, 'url' | 'timeout
   return { text: `${String(e?.message ?? err)} (source ${where})`, network: false };
 }
 
-/** Files read per batch of a local mirror (each batch stored before the next is read). */
-const LOCAL_BATCH = 200;
-/** The largest JSON file read from a zip archive (an OSV record is a few kilobytes). */
-const ZIP_ENTRY_MAX = 64 * 1024 * 1024;
-
-const isZip = (b: Uint8Array) => b.length >= 4 && b[0] === 0x50 && b[1] === 0x4b && b[2] === 0x03 && b[3] === 0x04;
-
-/**
- * Reads every `*.json` entry of a zip archive (an OSV ecosystem's `all.zip`: one record an entry),
- * handing them to `onBatch` LOCAL_BATCH at a time, each batch stored before the next is read.
- */
-async function readZip(source: string | Buffer, onBatch: (docs: unknown[]) => Promise<void>): Promise<number> {
-  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => {
-    const done = (err: Error | null, z?: yauzl.ZipFile) => (err || !z ? reject(err ?? new Error('unreadable zip')) : resolve(z));
-    if (typeof source === 'string') yauzl.open(source, { lazyEntries: true, autoClose: true }, done);
-    else yauzl.fromBuffer(source, { lazyEntries: true }, done);
-  });
-  let batch: unknown[] = [];
-  let entries = 0;
-  return new Promise<number>((resolve, reject) => {
-    const fail = (err: unknown) => {
-      zip.close();
-      reject(err);
-    };
-    zip.on('error', fail);
-    zip.on('end', () => void onBatch(batch).then(() => resolve(entries), fail));
-    zip.on('entry', (entry: yauzl.Entry) => {
-      if (!/\.json$/i.test(entry.fileName) || entry.fileName.endsWith('/')) return zip.readEntry();
-      if (entry.uncompressedSize > ZIP_ENTRY_MAX) return fail(new SyntaxError(`${entry.fileName} in the archive is larger than ${ZIP_ENTRY_MAX} bytes`));
-      zip.openReadStream(entry, (err, stream) => {
-        if (err || !stream) return fail(err ?? new Error('unreadable zip entry'));
-        const chunks: Buffer[] = [];
-        stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('error', fail);
-        stream.on('end', () => {
-          try {
-            batch.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-          } catch (e) {
-            return fail(new SyntaxError(`${entry.fileName} in the archive: not JSON (${(e as Error).message})`));
-          }
-          entries++;
-          if (batch.length < LOCAL_BATCH) return zip.readEntry();
-          const full = batch;
-          batch = [];
-          onBatch(full).then(() => zip.readEntry(), fail);
-        });
-      });
-    });
-    zip.readEntry();
-  });
-}
-
 /** Stores one page (a batch of documents) of a pull, counted into `out`; the records it held. */
 async function storePage(db: Kysely<DB>, docs: unknown[], out: FeedPull): Promise<number> {
   const r = await storeAdvisories(db, docs);
@@ -181,21 +130,29 @@ async function storePage(db: Kysely<DB>, docs: unknown[], out: FeedPull): Promis
   return r.new + r.updated + r.unchanged;
 }
 
-/** Stores the records of a zip archive (see readZip) into `out`; an archive without one record is an error. */
-async function pullZip(db: Kysely<DB>, source: string | Buffer, name: string, out: FeedPull): Promise<void> {
+/**
+ * Stores the records of the files `sources` (paths, or the bytes of a fetched file, each with its
+ * name; see readDocuments: JSON, gzip, xz or zip) into `out`, in batches across files, each stored
+ * before the next is read. A source without one record is an error (the age keeps running, so the
+ * stale-feed alert fires).
+ */
+async function pullDocuments(db: Kysely<DB>, sources: { source: string | Buffer; name: string }[], what: string, out: FeedPull, signal: AbortSignal | undefined): Promise<void> {
   let records = 0;
-  await readZip(source, async (docs) => {
-    if (docs.length > 0) records += await storePage(db, docs, out);
+  const sink = batches(async (docs) => {
+    signal?.throwIfAborted();
+    records += await storePage(db, docs, out);
   });
-  if (records === 0) throw new SyntaxError(`${name} holds no advisory record`);
+  for (const { source, name } of sources) await readDocuments(source, name, sink.add);
+  await sink.end();
+  if (records === 0) throw new SyntaxError(`${what} holds no advisory record`);
   out.changed = out.new + out.updated > 0;
 }
 
-/** Every `*.json` and `*.json.gz` file under `dir` (recursively), sorted, with its size and modification time. */
+/** Every `*.json`, `*.json.gz` and `*.json.xz` file under `dir` (recursively), sorted, with its size and modification time. */
 async function localFiles(dir: string): Promise<{ path: string; size: number; mtimeMs: number }[]> {
   const out: { path: string; size: number; mtimeMs: number }[] = [];
   for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (!e.isFile() || !/\.json(\.gz)?$/i.test(e.name)) continue;
+    if (!e.isFile() || !/\.json(\.gz|\.xz)?$/i.test(e.name)) continue;
     const file = path.join(e.parentPath, e.name);
     const st = await stat(file);
     out.push({ path: file, size: st.size, mtimeMs: st.mtimeMs });
@@ -204,16 +161,16 @@ async function localFiles(dir: string): Promise<{ path: string; size: number; mt
 }
 
 /**
- * An offline mirror (`file://` URL): one JSON, gzip or zip file (an OSV ecosystem's `all.zip`),
- * or a directory of JSON and gzip files read recursively: NVD API 2.0 pages, NVD records one per
- * file (the layout of the NVD JSON mirror repositories), the mirror's release files (`cve_items`),
- * OSV records one per file. Unchanged since the last pull (the same files, sizes and
- * modification times): nothing is read and the mirror is confirmed current, as a 304 would.
+ * An offline mirror (`file://` URL): one JSON, gzip, xz or zip file (an OSV ecosystem's `all.zip`,
+ * a release file of the NVD JSON mirror such as `CVE-2024.json.xz`), or a directory of JSON, gzip
+ * and xz files read recursively: NVD API 2.0 pages, NVD records one per file (the layout of the NVD
+ * JSON mirror repositories), the mirror's release files (`cve_items`), OSV records one per file.
+ * Unchanged since the last pull (the same files, sizes and modification times): nothing is read
+ * and the mirror is confirmed current, as a 304 would.
  */
 async function pullLocal(db: Kysely<DB>, cfg: FeedConfig, signal: AbortSignal | undefined): Promise<FeedPull> {
   const root = fileURLToPath(cfg.url);
   const info = await stat(root);
-  if (!info.isDirectory() && /\.xz$/i.test(root)) throw new ProviderError(`${root}: an .xz archive is not read; unpack it (xz -d) and point SERVICE_ADVISORY_FEED_URL at the .json`, 400);
   const files = info.isDirectory() ? await localFiles(root) : [{ path: root, size: info.size, mtimeMs: info.mtimeMs }];
   const version = createHash('sha256').update(files.map((f) => `${f.path}\0${f.size}\0${f.mtimeMs}`).join('\n')).digest('hex').slice(0, 32);
   const state = await repo.feedState(db);
@@ -223,31 +180,13 @@ async function pullLocal(db: Kysely<DB>, cfg: FeedConfig, signal: AbortSignal | 
     return { mode: 'file', changed: false, new: 0, updated: 0, pages: 0 };
   }
   const out: FeedPull = { mode: 'file', changed: false, new: 0, updated: 0, pages: 0 };
-  if (!info.isDirectory() && /\.zip$/i.test(root)) {
-    await pullZip(db, root, root, out);
-    await repo.confirmFeed(db, validators);
-    return out;
-  }
-  let records = 0;
-  for (let i = 0; i < files.length; i += LOCAL_BATCH) {
-    signal?.throwIfAborted();
-    const docs = [];
-    for (const f of files.slice(i, i + LOCAL_BATCH)) {
-      try {
-        docs.push(parseDocument(await readFile(f.path)));
-      } catch (err) {
-        throw new SyntaxError(`${f.path}: not JSON or gzip of JSON (${(err as Error).message})`);
-      }
-    }
-    records += await storePage(db, docs, out);
-  }
-  // A mirror without one record is no mirror: the age keeps running (the stale-feed alert fires).
-  if (records === 0) throw new SyntaxError(`${root} holds no advisory record (${files.length} JSON file(s) read)`);
-  out.changed = out.new + out.updated > 0;
+  const what = info.isDirectory() ? `${root} (${files.length} JSON file(s) read)` : root;
+  await pullDocuments(db, files.map((f) => ({ source: f.path, name: f.path })), what, out, signal);
   await repo.confirmFeed(db, validators);
   return out;
 }
 
+/** Any other URL: one file (JSON, gzip, xz or zip, told by its bytes), fetched with its validators. */
 async function pullFile(db: Kysely<DB>, cfg: FeedConfig, signal: AbortSignal | undefined): Promise<FeedPull> {
   const state = await repo.feedState(db);
   const same = state?.url === cfg.url;
@@ -260,17 +199,13 @@ async function pullFile(db: Kysely<DB>, cfg: FeedConfig, signal: AbortSignal | u
     await repo.confirmFeed(db, validators);
     return { mode: 'file', changed: false, new: 0, updated: 0, pages: 0 };
   }
+  // Held whole, as fetched (a zip's directory is at its end); decompressed and parsed as a stream.
   const body = Buffer.from(await res.arrayBuffer());
-  if (isZip(body)) {
-    // An OSV ecosystem's all.zip (https://osv-vulnerabilities.storage.googleapis.com/<ecosystem>/all.zip).
-    const out: FeedPull = { mode: 'file', changed: false, new: 0, updated: 0, pages: 0 };
-    await pullZip(db, body, new URL(cfg.url).pathname, out);
-    await repo.confirmFeed(db, validators);
-    return out;
-  }
-  const r = await storeAdvisories(db, [parseDocument(body)]);
+  const out: FeedPull = { mode: 'file', changed: false, new: 0, updated: 0, pages: 0 };
+  const name = new URL(cfg.url).pathname;
+  await pullDocuments(db, [{ source: body, name }], name, out, signal);
   await repo.confirmFeed(db, validators);
-  return { mode: 'file', changed: r.new + r.updated > 0, new: r.new, updated: r.updated, pages: 1 };
+  return out;
 }
 
 async function pullNvd(db: Kysely<DB>, cfg: FeedConfig, logger: Logger, signal: AbortSignal | undefined): Promise<FeedPull> {

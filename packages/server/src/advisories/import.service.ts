@@ -1,10 +1,10 @@
-import { readFile } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
 import type { Kysely } from 'kysely';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import * as repo from './advisories.repo.js';
+import { batches, readDocuments } from './documents.js';
 import { type AdvisoryRecord, type Skip, recordsOf } from './records.js';
 
 /** Advisories written per statement (and transaction). */
@@ -66,13 +66,46 @@ export async function storeAdvisories(db: Kysely<DB>, docs: Iterable<unknown>): 
  */
 export async function importAdvisories(db: Kysely<DB>, docs: Iterable<unknown>): Promise<ImportResult> {
   const r = await storeAdvisories(db, docs);
-  if (r.new + r.updated + r.unchanged === 0) {
-    const why = r.skipped.slice(0, 3).map((s) => `${s.id ?? '(no id)'}: ${s.reason}`).join('; ');
-    throw new AppError('validation_failed', `The document holds no usable advisory record${r.skippedCount ? ` (${r.skippedCount} skipped: ${why}${r.skippedCount > 3 ? '; …' : ''})` : ' (it lists none)'}; nothing was imported and the mirror is not confirmed current.`, {
-      issues: r.skipped.slice(0, 10).map((s) => ({ path: s.id ?? '', message: s.reason })),
-    });
-  }
+  refuseUnusable(r);
   return { ...r, feedConfirmedAt: (await repo.confirmFeed(db)).toISOString() };
+}
+
+/** Refuses (400 `validation_failed`, naming the first reasons) what held no usable record. */
+function refuseUnusable(r: Omit<ImportResult, 'feedConfirmedAt'>): void {
+  if (r.new + r.updated + r.unchanged > 0) return;
+  const why = r.skipped.slice(0, 3).map((s) => `${s.id ?? '(no id)'}: ${s.reason}`).join('; ');
+  throw new AppError('validation_failed', `The document holds no usable advisory record${r.skippedCount ? ` (${r.skippedCount} skipped: ${why}${r.skippedCount > 3 ? '; …' : ''})` : ' (it lists none)'}; nothing was imported and the mirror is not confirmed current.`, {
+    issues: r.skipped.slice(0, 10).map((s) => ({ path: s.id ?? '', message: s.reason })),
+  });
+}
+
+/**
+ * Imports one advisory file as importAdvisories imports a document: JSON, or gzip, xz or zip of
+ * JSON (see readDocuments: read as a stream, stored batch by batch, so a whole NVD mirror release
+ * fits in bounded memory). A file without one usable record is refused as a document is. A file
+ * that cannot be read throws a SyntaxError naming it (saying how many records before the fault
+ * were stored) and confirms nothing.
+ */
+export async function importAdvisoryFile(db: Kysely<DB>, file: string): Promise<ImportResult> {
+  const total: Omit<ImportResult, 'feedConfirmedAt'> = { new: 0, updated: 0, unchanged: 0, skipped: [], skippedCount: 0 };
+  const sink = batches(async (docs) => {
+    const r = await storeAdvisories(db, docs);
+    total.new += r.new;
+    total.updated += r.updated;
+    total.unchanged += r.unchanged;
+    total.skipped.push(...r.skipped.slice(0, SKIPS_LISTED - total.skipped.length));
+    total.skippedCount += r.skippedCount;
+  });
+  try {
+    await readDocuments(file, file, sink.add);
+    await sink.end();
+  } catch (err) {
+    const stored = total.new + total.updated + total.unchanged;
+    if (err instanceof SyntaxError && stored > 0) throw new SyntaxError(`${err.message}; the ${stored} record(s) before it were stored, the mirror is not confirmed current`);
+    throw err;
+  }
+  refuseUnusable(total);
+  return { ...total, feedConfirmedAt: (await repo.confirmFeed(db)).toISOString() };
 }
 
 /** An import on someone's behalf (the console): the import, and an audit row in their organisation saying what it did. */
@@ -91,14 +124,4 @@ export async function importAdvisoriesAs(db: Kysely<DB>, actor: Actor, organisat
 export function parseDocument(bytes: Buffer): unknown {
   const text = (bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : bytes).toString('utf8');
   return JSON.parse(text);
-}
-
-/** Reads an advisory file (JSON, or gzip of JSON); the error names the file. */
-export async function readAdvisoryFile(path: string): Promise<unknown> {
-  const bytes = await readFile(path);
-  try {
-    return parseDocument(bytes);
-  } catch (err) {
-    throw new Error(`${path}: not JSON or gzip of JSON (${(err as Error).message})`);
-  }
 }
