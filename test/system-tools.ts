@@ -21,6 +21,8 @@ const PACKAGES = {
   nginx: 'nginx',
   chromium: 'chromium',
   xz: 'xz-utils',
+  dpkg: 'dpkg',
+  rpm: 'rpm',
 } as const;
 export type Tool = keyof typeof PACKAGES;
 

@@ -36,7 +36,7 @@ export const AdvisoryFindingsQuery = z.strictObject(filters);
 
 /** A finding with what an operator reads it by: the host (name, an address) and the service (port/protocol, product). */
 export const Finding = Vulnerability.pick({
-  id: true, cveId: true, advisoryId: true, summary: true, severity: true, score: true, state: true, note: true,
+  id: true, cveId: true, advisoryId: true, summary: true, severity: true, score: true, state: true, note: true, distribution: true,
   firstSeenAt: true, lastSeenAt: true, stateChangedAt: true,
 }).extend({
   host: z.object({ id: Uuid, name: z.string().nullable().describe('Hostname, else FQDN.'), address: z.string().nullable().describe('The lowest of its addresses.') }),

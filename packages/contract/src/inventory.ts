@@ -187,6 +187,16 @@ export const Certificate = z.object({
   updatedAt: Timestamp,
 });
 
+export const DistributionVerdict = z.object({
+  distribution: z.string().describe('The distribution and release, as far as known (`Debian 12`, `Ubuntu 22.04`, `Ubuntu`).'),
+  ecosystem: z.string().nullable().describe('The OSV ecosystem of the record consulted (`Debian:12`, `Ubuntu:22.04:LTS`), or null when none applied.'),
+  package: z.string().describe('The distribution\'s source package (`openssh`, `mysql-8.0`).'),
+  version: z.string().nullable().describe('The package version the banner names (with the epoch the distribution uses), or null when the banner names the distribution only.'),
+  verdict: z.enum(['fixed', 'affected', 'unknown']).describe('`fixed`: the distribution\'s record says this build carries the fix; `affected`: it says the build is vulnerable; `unknown`: no record of this release applies, or the banner gives no package version (Red Hat and Alpine builds say their distribution but not their release). Only `fixed` changes the finding.'),
+  fixedIn: z.string().nullable().describe('The package version the distribution fixed it in.'),
+  advisoryId: z.string().nullable().describe('The distribution\'s record (`DSA-5724-1`, `USN-6859-1`, `DEBIAN-CVE-2024-6387`).'),
+});
+
 export const Vulnerability = z.object({
   id: Uuid,
   serviceId: Uuid,
@@ -198,6 +208,7 @@ export const Vulnerability = z.object({
   score: z.number().nullable().describe('CVSS base score: v3.1 preferred, then v4.0, then v3.0. Null when the advisory has none.'),
   vector: z.string().nullable().describe('The CVSS vector of `score`.'),
   matchedCpe: z.string().nullable().describe('The service CPE (CPE 2.3) the advisory matched, or the one derived from its vendor, product and version.'),
+  distribution: DistributionVerdict.nullable().describe('What the distribution\'s own advisories say of the service\'s build, when its banner names one (`OpenSSH_9.2p1 Debian-2+deb12u3`): a build the distribution fixed by a backport is kept `resolved` with this as the evidence. Null when the banner names no distribution build.'),
   state: VulnerabilityState.describe('`open` when matched; `acknowledged` and `false_positive` by PATCH; `resolved` by the matcher when the service no longer matches (gone, or another version). The matcher reopens a resolved finding whose advisory matches again and never touches `false_positive`.'),
   note: z.string().nullable(),
   firstSeenAt: Timestamp,

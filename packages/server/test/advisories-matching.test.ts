@@ -282,6 +282,11 @@ describe('productKey and deriveCpe', () => {
     expect(deriveCpe('foo:corp', 'bar*', '1.0 (build 7)')).toBe('cpe:2.3:a:foo\\:corp:bar\\*:1.0_\\(build_7\\):*:*:*:*:*:*:*');
     expect(deriveCpe('x', 'y', '-')).toBe('cpe:2.3:a:x:y:\\-:*:*:*:*:*:*:*');
     expect(deriveCpe('', 'openssh', '9.6')).toBeNull();
+    // Network operating systems and firmware get NVD's part (o), applications stay a.
+    expect(deriveCpe('Juniper', 'Junos', '21.4R3')).toBe('cpe:2.3:o:juniper:junos:21.4r3:*:*:*:*:*:*:*');
+    expect(deriveCpe('Microsoft', 'Windows Server 2019', '10.0.17763')).toMatch(/^cpe:2\.3:o:microsoft:windows_server_2019:/);
+    expect(deriveCpe('Zyxel', 'NAS326 firmware', '5.21')).toMatch(/^cpe:2\.3:o:zyxel:nas326_firmware:/);
+    expect(deriveCpe('Cisco', 'Webex', '43.1')).toMatch(/^cpe:2\.3:a:cisco:webex:/);
     expect(deriveCpe('openbsd', '  ', '9.6')).toBeNull();
     expect(deriveCpe('openbsd', 'openssh', '')).toBeNull();
     const c = cpe(deriveCpe('foo:corp', 'bar*', '1.0 (build 7)') as string);

@@ -250,9 +250,13 @@ describe('NVD configurations with real spellings', () => {
       ['cpe:/o:cisco:ios:15.1(2)sy', false, 'not listed'],
     ];
     for (const [service, expected, why] of rows) expect(matchesConfigurations(configurations, target(service)), `${service}: ${why}`).toBe(expected);
-    // A derived CPE escapes the parentheses and reads back the same (its part set to `o` here).
-    expect(matchesConfigurations(configurations, target({ ...derived('cisco', 'ios', '15.2(4)M3'), part: 'o' }))).toBe(true);
-    expect(matchesConfigurations(configurations, target({ ...derived('cisco', 'ios', '15.2(4)M11'), part: 'o' }))).toBe(false);
+    // A derived CPE escapes the parentheses and reads back the same; Cisco IOS is an operating
+    // system, so a service reported as Cisco IOS without a CPE gets part `o`, as NVD lists it.
+    expect(derived('Cisco', 'IOS', '15.2(4)M3').part).toBe('o');
+    expect(matchesConfigurations(configurations, target(derived('cisco', 'ios', '15.2(4)M3')))).toBe(true);
+    expect(matchesConfigurations(configurations, target(derived('cisco', 'ios', '15.2(4)M11')))).toBe(false);
+    // With part `a` (what every derived CPE had) the advisory could never reach it.
+    expect(matchesConfigurations(configurations, target({ ...derived('cisco', 'ios', '15.2(4)M3'), part: 'a' }))).toBe(false);
   });
 
   it('MySQL banners: 5.7.44-log is 5.7.44 (NVD oracle:mysql range example)', () => {

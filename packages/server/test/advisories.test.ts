@@ -222,6 +222,12 @@ describe('advisories and findings', () => {
       expect(ev).toEqual([expect.objectContaining({ subject_id: f!.id, data: expect.objectContaining({ cveId: 'CVE-2031-1001', severity: 'high', score: 8.1, serviceId: f!.serviceId, hostId: f!.hostId }) })]);
       const audit = await t.database.db.selectFrom('audit_log').selectAll().where('organisation_id', '=', s.org.organisationId).where('target_id', '=', f!.id).execute();
       expect(audit).toEqual([expect.objectContaining({ actor_type: 'system', action: 'vulnerability.updated', changes: { state: { from: null, to: 'open' }, job: 'cve.match' } })]);
+      // The finding and its event refer to the advisory; its text is read from there (issue 29).
+      const row = await t.database.db.selectFrom('vulnerabilities').select(['summary', 'advisory_id']).where('id', '=', f!.id).executeTakeFirstOrThrow();
+      expect(row).toEqual({ summary: null, advisory_id: 'CVE-2031-1001' });
+      const owner = await login(t.app, s.org.ownerEmail);
+      const api = await t.app.inject({ method: 'GET', url: '/api/v1/admin/events?kind=vulnerability.opened', headers: { cookie: owner.cookie } });
+      expect(api.json().data, api.body).toEqual([expect.objectContaining({ data: expect.objectContaining({ advisoryId: 'CVE-2031-1001', summary: 'CVE-2031-1001 in the widget server' }) })]);
     });
 
     it('is idempotent: a second run opens nothing and announces nothing again; the finding is seen again only when its service is matched again', async () => {

@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { logChanges } from '../events/changes.js';
+import type { DistroVerdict } from './matching/index.js';
 import type { AdvisoryRecord } from './records.js';
 
 type Db = Kysely<DB>;
@@ -210,16 +211,18 @@ export interface ServiceFacts {
   vendor: string | null;
   product: string | null;
   version: string | null;
+  /** The banner line or nmap's extra information: where a distribution build is named. */
+  evidence: string | null;
   /** Gone (a completed scan no longer saw it) or its port closed. */
   absent: boolean;
 }
 
 export async function servicesById(db: Db, organisationId: string, ids: string[]): Promise<ServiceFacts[]> {
   if (ids.length === 0) return [];
-  const r = await sql<{ id: string; host_id: string; cpe: string | null; vendor: string | null; product: string | null; version: string | null; absent: boolean }>`
-    select id, host_id, cpe, vendor, product, version, (gone_at is not null or state = 'closed') as absent
+  const r = await sql<{ id: string; host_id: string; cpe: string | null; vendor: string | null; product: string | null; version: string | null; evidence: string | null; absent: boolean }>`
+    select id, host_id, cpe, vendor, product, version, left(evidence, 1000) as evidence, (gone_at is not null or state = 'closed') as absent
     from services where organisation_id = ${organisationId} and id = any(${ids}::uuid[])`.execute(db);
-  return r.rows.map((x) => ({ id: x.id, hostId: x.host_id, cpe: x.cpe, vendor: x.vendor, product: x.product, version: x.version, absent: x.absent }));
+  return r.rows.map((x) => ({ id: x.id, hostId: x.host_id, cpe: x.cpe, vendor: x.vendor, product: x.product, version: x.version, evidence: x.evidence, absent: x.absent }));
 }
 
 /** The CPEs seen on each host (its present services'): the platforms an `AND` configuration asks for. */
@@ -259,6 +262,7 @@ export interface CandidateAdvisory {
   id: string;
   source: 'nvd' | 'osv';
   cveId: string;
+  aliases: string[];
   summary: string | null;
   score: number | null;
   vector: string | null;
@@ -269,13 +273,13 @@ export interface CandidateAdvisory {
 /** The advisories indexed under any of `keys` (withdrawn ones left out), each with the keys it has among them. */
 export async function advisoriesForKeys(db: Db, keys: string[]): Promise<{ advisory: CandidateAdvisory; keys: string[] }[]> {
   if (keys.length === 0) return [];
-  const r = await sql<{ id: string; source: 'nvd' | 'osv'; cve_id: string; summary: string | null; score: string | null; vector: string | null; severity: string; affected: unknown; keys: string[] }>`
-    select a.id, a.source, a.cve_id, a.summary, a.score, a.vector, a.severity, a.affected, p.keys
+  const r = await sql<{ id: string; source: 'nvd' | 'osv'; cve_id: string; aliases: string[]; summary: string | null; score: string | null; vector: string | null; severity: string; affected: unknown; keys: string[] }>`
+    select a.id, a.source, a.cve_id, a.aliases, a.summary, a.score, a.vector, a.severity, a.affected, p.keys
     from (select advisory_id, array_agg(product_key) as keys from advisory_products where product_key = any(${keys}::text[]) group by advisory_id) p
     join advisories a on a.id = p.advisory_id
     where not a.withdrawn`.execute(db);
   return r.rows.map((x) => ({
-    advisory: { id: x.id, source: x.source, cveId: x.cve_id, summary: x.summary, score: x.score === null ? null : Number(x.score), vector: x.vector, severity: x.severity, affected: typeof x.affected === 'string' ? JSON.parse(x.affected) : x.affected },
+    advisory: { id: x.id, source: x.source, cveId: x.cve_id, aliases: x.aliases ?? [], summary: x.summary, score: x.score === null ? null : Number(x.score), vector: x.vector, severity: x.severity, affected: typeof x.affected === 'string' ? JSON.parse(x.affected) : x.affected },
     keys: x.keys,
   }));
 }
@@ -299,17 +303,19 @@ export interface FindingFacts {
   hostId: string;
   cveId: string;
   advisoryId: string;
-  summary: string | null;
   severity: string;
   score: number | null;
   vector: string | null;
   matchedCpe: string;
+  /** What the distribution's records say of the service's build (backports), when its banner names one. */
+  distribution: DistroVerdict | null;
 }
 
 const findingColumns = (f: FindingFacts[]) => sql`unnest(
   ${f.map((x) => x.serviceId)}::uuid[], ${f.map((x) => x.hostId)}::uuid[], ${f.map((x) => x.cveId)}::text[], ${f.map((x) => x.advisoryId)}::text[],
-  ${f.map((x) => x.summary)}::text[], ${f.map((x) => x.severity)}::text[], ${f.map((x) => x.score)}::numeric[], ${f.map((x) => x.vector)}::text[],
-  ${f.map((x) => x.matchedCpe)}::text[]) as v(service_id, host_id, cve_id, advisory_id, summary, severity, score, vector, matched_cpe)`;
+  ${f.map((x) => x.severity)}::text[], ${f.map((x) => x.score)}::numeric[], ${f.map((x) => x.vector)}::text[],
+  ${f.map((x) => x.matchedCpe)}::text[], ${f.map((x) => (x.distribution ? JSON.stringify(x.distribution) : null))}::text[])
+  as v(service_id, host_id, cve_id, advisory_id, severity, score, vector, matched_cpe, distribution)`;
 
 /**
  * Writes one chunk's outcome in the caller's transaction: new findings `open`; matching ones seen
@@ -320,11 +326,14 @@ const findingColumns = (f: FindingFacts[]) => sql`unnest(
 export async function applyFindings(db: Db, organisationId: string, w: { create: FindingFacts[]; seen: FindingFacts[]; resolve: string[] }): Promise<{ opened: string[]; reopened: string[]; resolved: string[] }> {
   const o = organisationId;
   const created = w.create.length
-    ? (await sql<{ id: string }>`
-        insert into vulnerabilities (organisation_id, service_id, host_id, cve_id, advisory_id, summary, severity, score, vector, matched_cpe)
-        select ${o}, service_id, host_id, cve_id, advisory_id, summary, severity, score, vector, matched_cpe from ${findingColumns(w.create)}
+    ? (await sql<{ id: string; state: string }>`
+        insert into vulnerabilities (organisation_id, service_id, host_id, cve_id, advisory_id, severity, score, vector, matched_cpe, distribution, state, resolved_at)
+        select ${o}, service_id, host_id, cve_id, advisory_id, severity, score, vector, matched_cpe, distribution::jsonb,
+               case when distribution::jsonb->>'verdict' = 'fixed' then 'resolved' else 'open' end,
+               case when distribution::jsonb->>'verdict' = 'fixed' then now() end
+        from ${findingColumns(w.create)}
         on conflict (organisation_id, service_id, cve_id) do nothing
-        returning id`.execute(db)).rows.map((r) => r.id)
+        returning id, state`.execute(db)).rows
     : [];
   const seen = w.seen.length
     ? (await sql<{ id: string; reopened: boolean }>`
@@ -334,15 +343,15 @@ export async function applyFindings(db: Db, organisationId: string, w: { create:
           where f.organisation_id = ${o} for update of f
         )
         update vulnerabilities f set
-          advisory_id = v.advisory_id, summary = v.summary, severity = v.severity, score = v.score, vector = v.vector, matched_cpe = v.matched_cpe,
-          last_seen_at = now(),
-          state = case when f.state = 'resolved' then 'open' else f.state end,
-          state_changed_at = case when f.state = 'resolved' then now() else f.state_changed_at end,
-          resolved_at = case when f.state = 'resolved' then null else f.resolved_at end,
+          advisory_id = v.advisory_id, summary = null, severity = v.severity, score = v.score, vector = v.vector, matched_cpe = v.matched_cpe,
+          distribution = v.distribution::jsonb, last_seen_at = now(),
+          state = case when f.state = 'resolved' and v.distribution::jsonb->>'verdict' is distinct from 'fixed' then 'open' else f.state end,
+          state_changed_at = case when f.state = 'resolved' and v.distribution::jsonb->>'verdict' is distinct from 'fixed' then now() else f.state_changed_at end,
+          resolved_at = case when f.state = 'resolved' and v.distribution::jsonb->>'verdict' is distinct from 'fixed' then null else f.resolved_at end,
           updated_at = now()
         from v, old
         where f.organisation_id = ${o} and f.service_id = v.service_id and f.cve_id = v.cve_id and old.id = f.id
-        returning f.id, (old.state = 'resolved') as reopened`.execute(db)).rows
+        returning f.id, (old.state = 'resolved' and f.state = 'open') as reopened`.execute(db)).rows
     : [];
   const reopened = seen.filter((r) => r.reopened).map((r) => r.id);
   const resolved = w.resolve.length
@@ -356,7 +365,7 @@ export async function applyFindings(db: Db, organisationId: string, w: { create:
         returning f.id, old.state as from_state`.execute(db)).rows
     : [];
   const audit = [
-    ...created.map((id) => ({ id, from: null as string | null, to: 'open' })),
+    ...created.map((c) => ({ id: c.id, from: null as string | null, to: c.state })),
     ...reopened.map((id) => ({ id, from: 'resolved', to: 'open' })),
     ...resolved.map((r) => ({ id: r.id, from: r.from_state, to: 'resolved' })),
   ];
@@ -366,9 +375,9 @@ export async function applyFindings(db: Db, organisationId: string, w: { create:
              jsonb_build_object('state', jsonb_build_object('from', f, 'to', t), 'job', 'cve.match')
       from unnest(${audit.map((a) => a.id)}::text[], ${audit.map((a) => a.from)}::text[], ${audit.map((a) => a.to)}::text[]) as v(id, f, t)`.execute(db);
   }
-  await logChanges(db, o, 'vulnerability', created, 'created');
+  await logChanges(db, o, 'vulnerability', created.map((c) => c.id), 'created');
   await logChanges(db, o, 'vulnerability', [...reopened, ...resolved.map((r) => r.id)], 'updated');
-  return { opened: created, reopened, resolved: resolved.map((r) => r.id) };
+  return { opened: created.filter((c) => c.state === 'open').map((c) => c.id), reopened, resolved: resolved.map((r) => r.id) };
 }
 
 // ---------------------------------------------------------------------------------------------

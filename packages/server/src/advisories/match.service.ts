@@ -7,8 +7,12 @@ import {
   NA,
   type Configuration,
   type Cpe,
+  type DistroAdvisory,
   type OsvAffected,
   deriveCpe,
+  distroBuildOf,
+  distroKeysOfBuild,
+  distroVerdict,
   matchesConfigurations,
   osvAffects,
   osvKeysForCpe,
@@ -123,10 +127,13 @@ async function matchChunk(db: Kysely<DB>, organisationId: string, ids: string[],
       .filter((s) => !s.absent)
       .flatMap((s) => {
         const cpe = serviceCpe(s);
-        return cpe ? [{ s, cpe, keys: keysOf(cpe) }] : [];
+        if (!cpe) return [];
+        // The distribution build its banner names (backports): its packages' keys find the distribution's records.
+        const build = distroBuildOf(s);
+        return [{ s, cpe, keys: keysOf(cpe), build, distroKeys: build ? distroKeysOfBuild(build) : [] }];
       });
-    await repo.setServiceKeys(trx, organisationId, services.map((s) => s.id), keyed.flatMap((x) => x.keys.map((k) => [x.s.id, k] as const)));
-    const byKey = await candidates.for(trx, [...new Set(keyed.flatMap((x) => x.keys))]);
+    await repo.setServiceKeys(trx, organisationId, services.map((s) => s.id), keyed.flatMap((x) => [...x.keys, ...x.distroKeys].map((k) => [x.s.id, k] as const)));
+    const byKey = await candidates.for(trx, [...new Set(keyed.flatMap((x) => [...x.keys, ...x.distroKeys]))]);
     // The other CPEs of a host matter only to an AND configuration (an application on a platform).
     const platformHosts = keyed.filter((x) => x.keys.some((k) => byKey.get(k)?.some(needsPlatforms))).map((x) => x.s.hostId);
     const hostCpes = await repo.hostCpes(trx, organisationId, [...new Set(platformHosts)]);
@@ -134,7 +141,8 @@ async function matchChunk(db: Kysely<DB>, organisationId: string, ids: string[],
     // What matches now: per service and CVE, one advisory (NVD's record before an OSV one).
     const matched = new Map<string, repo.FindingFacts>();
     const source = new Map<string, 'nvd' | 'osv'>();
-    for (const { s, cpe, keys } of keyed) {
+    for (const { s, cpe, keys, build, distroKeys } of keyed) {
+      const distroAdvisories = distroKeys.flatMap((k) => byKey.get(k) ?? []).map((a): DistroAdvisory => ({ id: a.id, cveId: a.cveId, aliases: a.aliases, affected: a.affected as OsvAffected[] }));
       const platformCpes = (hostCpes.get(s.hostId) ?? []).flatMap((c) => {
         const p = parseCpe23(c) ?? parseCpe22(c);
         return p ? [asPlatform(p)] : [];
@@ -149,8 +157,9 @@ async function matchChunk(db: Kysely<DB>, organisationId: string, ids: string[],
         if (!advisoryApplies(a, cpe, platformCpes)) continue;
         source.set(key, a.source);
         matched.set(key, {
-          serviceId: s.id, hostId: s.hostId, cveId: a.cveId, advisoryId: a.id, summary: a.summary, severity: a.severity,
+          serviceId: s.id, hostId: s.hostId, cveId: a.cveId, advisoryId: a.id, severity: a.severity,
           score: a.score, vector: a.vector, matchedCpe: toCpe23(cpe),
+          distribution: build ? distroVerdict(build, a.cveId, distroAdvisories) : null,
         });
       }
     }
@@ -160,8 +169,12 @@ async function matchChunk(db: Kysely<DB>, organisationId: string, ids: string[],
     const create = [...matched].filter(([k]) => !storedKeys.has(k)).map(([, f]) => f);
     const seen = [...matched].filter(([k]) => storedKeys.has(k)).map(([, f]) => f);
     // decisions.md: open and acknowledged findings resolve when their service no longer matches;
-    // false_positive is never changed automatically; a resolved one stays resolved.
-    const resolve = stored.filter((f) => !matched.has(`${f.serviceId}|${f.cveId}`) && (f.state === 'open' || f.state === 'acknowledged')).map((f) => f.id);
+    // false_positive is never changed automatically; a resolved one stays resolved. A match the
+    // distribution says is fixed in the build (a backport) is kept resolved, with that evidence.
+    const backported = new Set([...matched].filter(([, f]) => f.distribution?.verdict === 'fixed').map(([k]) => k));
+    const resolve = stored
+      .filter((f) => (!matched.has(`${f.serviceId}|${f.cveId}`) || backported.has(`${f.serviceId}|${f.cveId}`)) && (f.state === 'open' || f.state === 'acknowledged'))
+      .map((f) => f.id);
     const r = await repo.applyFindings(trx, organisationId, { create, seen, resolve });
     return { servicesMatched: services.length, opened: r.opened.length + r.reopened.length, resolved: r.resolved.length, seen: seen.length - r.reopened.length };
   });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import cvss from 'ae-cvss-calculator';
 import { z } from 'zod';
-import { type Configuration, type OsvAffected, indexKeys, osvPackageKey, parseCpe23 } from './matching/index.js';
+import { type Configuration, type OsvAffected, distroKeysOf, indexKeys, isDistroEcosystem, osvPackageKey, parseCpe23 } from './matching/index.js';
 
 // NVD CVE API 2.0 and OSV records, read into one shape: the advisory as the mirror keeps it.
 // The external formats are validated loosely (they grow fields); what the matcher needs is checked.
@@ -43,6 +43,8 @@ export interface Skip {
 }
 
 const ADVISORY_ID = /^[A-Za-z0-9._:-]{1,100}$/;
+/** A distribution tracker's record of one CVE (`DEBIAN-CVE-2024-6387`, `UBUNTU-CVE-…`, `ALPINE-CVE-…`). */
+const TRACKER_CVE = /^(?:DEBIAN|UBUNTU|ALPINE)-(CVE-\d{4}-\d{4,})$/;
 const CVE_ID = /^CVE-\d{4}-\d{4,}$/;
 
 /** decisions.md: CVSS v3 qualitative bands. */
@@ -104,6 +106,8 @@ const OsvRecord = z.looseObject({
   published: z.string().optional(),
   withdrawn: z.string().optional(),
   aliases: z.array(z.string()).default([]),
+  upstream: z.array(z.string()).default([]),
+  related: z.array(z.string()).default([]),
   summary: z.string().optional(),
   details: z.string().optional(),
   severity: z.array(z.looseObject({ type: z.string(), score: z.string() })).default([]),
@@ -238,13 +242,24 @@ function osvRecord(raw: unknown): AdvisoryRecord | Skip {
     ...(a.versions ? { versions: a.versions } : {}),
   }));
   const withdrawn = o.withdrawn !== undefined;
-  const cve = CVE_ID.test(o.id) ? o.id : o.aliases.find((a) => CVE_ID.test(a));
+  // A distribution's record names the CVEs it fixes: Debian's (DSA-, DLA-, DEBIAN-CVE-) and
+  // Ubuntu's (USN-) in `upstream`, Ubuntu's per-CVE records (UBUNTU-CVE-) and
+  // AlmaLinux's (ALSA-…) in `related`; other records' `related` are other vulnerabilities. The
+  // trackers' per-CVE ids (UBUNTU-CVE-2024-6387: what USN records list) stand for their CVE.
+  const distro = affected.some((a) => isDistroEcosystem(a.package.ecosystem));
+  const names = [o.id, ...o.aliases, ...o.upstream, ...(distro ? o.related : [])]
+    .flatMap((a) => {
+      const tracked = TRACKER_CVE.exec(a)?.[1];
+      return tracked ? [a, tracked] : [a];
+    })
+    .filter((a) => a !== o.id && ADVISORY_ID.test(a));
+  const cve = CVE_ID.test(o.id) ? o.id : (TRACKER_CVE.exec(o.id)?.[1] ?? names.find((a) => CVE_ID.test(a)));
   return finish(
     {
       id: o.id,
       source: 'osv',
       cveId: cve ?? o.id,
-      aliases: o.aliases.filter((a) => ADVISORY_ID.test(a)),
+      aliases: [...new Set(names)],
       summary: o.summary ?? o.details?.split('\n').find((l) => l.trim())?.trim() ?? null,
       publishedAt: o.published ? utc(o.published) : null,
       modifiedAt,
@@ -254,7 +269,9 @@ function osvRecord(raw: unknown): AdvisoryRecord | Skip {
       refs: o.references.map((x) => ({ url: x.url, ...(x.type ? { tags: [x.type] } : {}) })),
       affected,
       withdrawn,
-      productKeys: withdrawn ? [] : [...new Set(affected.map((a) => osvPackageKey(a.package.ecosystem, a.package.name)))],
+      // A distribution's packages under `distro:<family>:<package>`: they never open a finding of
+      // their own, they confirm or override an upstream match (match.service.ts).
+      productKeys: withdrawn ? [] : [...new Set([...distroKeysOf(affected), ...affected.filter((a) => !isDistroEcosystem(a.package.ecosystem)).map((a) => osvPackageKey(a.package.ecosystem, a.package.name))])],
     },
     GHSA_SEVERITY[o.database_specific?.severity?.toUpperCase() ?? ''] ?? null,
   );

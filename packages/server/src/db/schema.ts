@@ -322,6 +322,8 @@ export interface VulnerabilitiesTable {
   score: ColumnType<string | null, number | string | null | undefined, number | string | null>;
   vector: string | null;
   matched_cpe: string | null;
+  /** A distribution's verdict on the service's build (migration 0035): read as parsed JSON, written as JSON text. */
+  distribution: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
   state: Generated<string>;
   note: string | null;
   first_seen_at: Timestamp;

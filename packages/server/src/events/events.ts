@@ -29,8 +29,15 @@ export interface EventRow {
   data: Record<string, unknown>;
 }
 
-/** The columns of an EventRow, of the events table aliased `e`. */
-export const eventColumns = sql`e.organisation_id, e.id, e.seq, e.kind, e.severity, ${rfc3339('e.occurred_at')} as occurred_at, e.subject_type, e.subject_id, e.data`;
+/**
+ * The columns of an EventRow, of the events table aliased `e`. A `vulnerability.opened` event
+ * refers to its advisory (`advisoryId`) rather than copying its text (issue 29): its `summary` is
+ * the advisory's, read here, unless the finding carried a text of its own.
+ */
+export const eventColumns = sql`e.organisation_id, e.id, e.seq, e.kind, e.severity, ${rfc3339('e.occurred_at')} as occurred_at, e.subject_type, e.subject_id,
+  case when e.kind = 'vulnerability.opened' and e.data->>'summary' is null and e.data->>'advisoryId' is not null
+       then e.data || jsonb_build_object('summary', (select a.summary from advisories a where a.id = e.data->>'advisoryId'))
+       else e.data end as data`;
 
 export function toPayload(e: EventRow): EventPayload {
   return {

@@ -19,6 +19,12 @@ const exposure = sql`left join lateral (select e.via from service_exposure e whe
 /** critical 4 … none 0: the order of the list. */
 export const rank = (col: RawBuilder<unknown>) => sql`case ${col} when 'critical' then 4 when 'high' then 3 when 'medium' then 2 when 'low' then 1 else 0 end`;
 
+/**
+ * A finding's text: its advisory's summary (findings refer to the advisory, issue 29; one CVE on
+ * 71 services keeps one copy), else what a finding recorded before the matcher stored itself.
+ */
+export const findingSummary = sql<string | null>`coalesce((select a.summary from advisories a where a.id = v.advisory_id), v.summary)`;
+
 /** The where clause of the filters, on `v` (vulnerabilities), `h` (hosts) and `s` (services). */
 function where(organisationId: string, f: FindingFilters) {
   const parts = [sql`v.organisation_id = ${organisationId}`, sql`v.state = any(${[...f.states]}::text[])`];
@@ -45,6 +51,7 @@ const filtersExposure = (f: FindingFilters) => f.exposed !== undefined;
 
 export interface FindingRow {
   id: string; cve_id: string; advisory_id: string | null; summary: string | null; severity: string; score: string | null; state: string; note: string | null;
+  distribution: unknown;
   first_seen_at: string; last_seen_at: string; state_changed_at: string;
   host_id: string; host_name: string | null; host_address: string | null;
   service_id: string; protocol: string; port: number; service_name: string | null; vendor: string | null; product: string | null; version: string | null; exposed_via: string | null;
@@ -54,7 +61,7 @@ export interface FindingRow {
 export async function listFindings(db: Kysely<DB>, organisationId: string, f: FindingFilters, offset: number, take: number) {
   const w = where(organisationId, f);
   const rows = await sql<FindingRow>`
-    select v.id, v.cve_id, v.advisory_id, v.summary, v.severity, v.score::text as score, v.state, v.note,
+    select v.id, v.cve_id, v.advisory_id, ${findingSummary} as summary, v.severity, v.score::text as score, v.state, v.note, v.distribution,
            ${rfc3339('v.first_seen_at')} as first_seen_at, ${rfc3339('v.last_seen_at')} as last_seen_at, ${rfc3339('v.state_changed_at')} as state_changed_at,
            h.id as host_id, coalesce(h.hostname, h.fqdn) as host_name,
            (select host(a.address) from host_addresses a where a.organisation_id = v.organisation_id and a.host_id = v.host_id order by a.address limit 1) as host_address,
@@ -74,7 +81,7 @@ export interface AdvisoryRow {
 export async function listAdvisoryFindings(db: Kysely<DB>, organisationId: string, f: FindingFilters, offset: number, take: number) {
   const w = where(organisationId, f);
   const grouped = await sql<AdvisoryRow & { open: number; acknowledged: number; resolved: number; false_positive: number }>`
-    select v.cve_id, max(v.summary) as summary,
+    select v.cve_id, max(${findingSummary}) as summary,
            (array_agg(v.severity order by ${rank(sql`v.severity`)} desc))[1] as severity, max(v.score)::text as score,
            count(*)::int as findings, count(distinct v.service_id)::int as services, count(distinct v.host_id)::int as hosts,
            count(*) filter (where v.state = 'open')::int as open, count(*) filter (where v.state = 'acknowledged')::int as acknowledged,

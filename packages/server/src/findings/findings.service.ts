@@ -1,4 +1,4 @@
-import { FINDINGS_BULK_MAX, type VulnerabilityState, actionableStates, vulnerabilityPatchMoves } from '@surveyor/contract';
+import { DistributionVerdict, FINDINGS_BULK_MAX, type VulnerabilityState, actionableStates, vulnerabilityPatchMoves } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import type { Actor } from '../audit/audit.repo.js';
 import type { DB } from '../db/schema.js';
@@ -37,11 +37,18 @@ function page<T>(cursors: CursorCodec, organisationId: string, list: string, q: 
 
 const score = (s: string | null) => (s === null ? null : Number(s));
 
+/** A finding's stored distribution verdict (jsonb, migration 0035), as the contract shows it; null when absent or not of that shape. */
+export function distributionOf(v: unknown) {
+  const parsed = DistributionVerdict.safeParse(typeof v === 'string' ? JSON.parse(v) : v);
+  return parsed.success ? parsed.data : null;
+}
+
 export async function listFindings(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, q: Query) {
   const p = await page(cursors, organisationId, 'findings', q, (offset, take) => repo.listFindings(db, organisationId, filtersOf(q), offset, take));
   return {
     data: p.rows.map((r) => ({
       id: r.id, cveId: r.cve_id, advisoryId: r.advisory_id, summary: r.summary, severity: r.severity as never, score: score(r.score), state: r.state as VulnerabilityState, note: r.note,
+      distribution: distributionOf(r.distribution),
       firstSeenAt: r.first_seen_at, lastSeenAt: r.last_seen_at, stateChangedAt: r.state_changed_at,
       host: { id: r.host_id, name: r.host_name, address: r.host_address },
       service: { id: r.service_id, protocol: r.protocol as never, port: r.port, name: r.service_name, vendor: r.vendor, product: r.product, version: r.version, exposedVia: r.exposed_via },

@@ -235,7 +235,7 @@ export function listCertificates(
 }
 
 const vulnerabilityColumns = [
-  'id', 'seq', 'service_id', 'host_id', 'cve_id', 'advisory_id', 'summary', 'severity', 'score', 'vector', 'matched_cpe', 'state', 'note',
+  'id', 'seq', 'service_id', 'host_id', 'cve_id', 'advisory_id', sql<string | null>`coalesce((select a.summary from advisories a where a.id = vulnerabilities.advisory_id), vulnerabilities.summary)`.as('summary'), 'severity', 'score', 'vector', 'matched_cpe', 'distribution', 'state', 'note',
   iso('first_seen_at'), iso('last_seen_at'), iso('state_changed_at'), isoOrNull('resolved_at'), iso('created_at'), iso('updated_at'),
 ] as const;
 

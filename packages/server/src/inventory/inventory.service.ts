@@ -8,6 +8,7 @@ import { logChanges } from '../events/changes.js';
 import type { CursorCodec } from './cursor.js';
 import * as repo from './inventory.repo.js';
 import { classifySearch } from './search.js';
+import { distributionOf } from '../findings/findings.service.js';
 import { toSnapshot } from '../snapshots/snapshots.service.js';
 import { markNetworkViewsStale } from '../topology/dependencies.js';
 
@@ -110,6 +111,7 @@ export const toVulnerability = (r: Row<typeof repo.listVulnerabilities>) => ({
   score: r.score === null ? null : Number(r.score),
   vector: r.vector,
   matchedCpe: r.matched_cpe,
+  distribution: distributionOf(r.distribution),
   state: r.state as VulnerabilityState,
   note: r.note,
   firstSeenAt: r.first_seen_at,

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { likeLiteral } from '../db/sql.js';
-import { rank } from '../findings/findings.repo.js';
+import { findingSummary, rank } from '../findings/findings.repo.js';
 
 // The search box's own queries: CVEs among the organisation's findings, networks by name or CIDR.
 // Hosts and services are searched with the inventory's repository functions (their rules live there).
@@ -12,7 +12,7 @@ export interface CveRow { cve_id: string; summary: string | null; severity: stri
 export async function cvesByPrefix(db: Kysely<DB>, organisationId: string, prefix: string, take: number) {
   const where = sql`v.organisation_id = ${organisationId} and upper(v.cve_id) like ${`${likeLiteral(prefix.toUpperCase())}%`}`;
   const rows = await sql<CveRow>`
-    select v.cve_id, max(v.summary) as summary, (array_agg(v.severity order by ${rank(sql`v.severity`)} desc))[1] as severity, max(v.score)::text as score,
+    select v.cve_id, max(${findingSummary}) as summary, (array_agg(v.severity order by ${rank(sql`v.severity`)} desc))[1] as severity, max(v.score)::text as score,
            count(*)::int as findings, count(distinct v.host_id)::int as hosts
     from vulnerabilities v where ${where}
     group by v.cve_id

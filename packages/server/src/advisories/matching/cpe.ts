@@ -338,8 +338,50 @@ export function productKey(c: Cpe): string | null {
 }
 
 /**
+ * Operating systems and device firmware that answer on the network themselves (a router's SSH or
+ * web UI is the operating system's), as NVD names them: `vendor:product` (product `*` for every
+ * product of the vendor whose name starts with the given prefix). NVD lists them under part `o`
+ * (operating system) or `h` (hardware); a service derived without a CPE gets that part, so
+ * advisories of, say, Cisco IOS (`cpe:2.3:o:cisco:ios:…`) reach it. Anything else is an
+ * application (`a`).
+ */
+export const PART_BY_PRODUCT: readonly { vendor: string; product: string; part: 'o' | 'h' }[] = [
+  { vendor: 'cisco', product: 'ios', part: 'o' },
+  { vendor: 'cisco', product: 'ios_xe', part: 'o' },
+  { vendor: 'cisco', product: 'ios_xr', part: 'o' },
+  { vendor: 'cisco', product: 'nx-os', part: 'o' },
+  { vendor: 'cisco', product: 'adaptive_security_appliance_software', part: 'o' },
+  { vendor: 'juniper', product: 'junos', part: 'o' },
+  { vendor: 'juniper', product: 'junos_os_evolved', part: 'o' },
+  { vendor: 'fortinet', product: 'fortios', part: 'o' },
+  { vendor: 'paloaltonetworks', product: 'pan-os', part: 'o' },
+  { vendor: 'mikrotik', product: 'routeros', part: 'o' },
+  { vendor: 'arista', product: 'eos', part: 'o' },
+  { vendor: 'ui', product: 'edgeos', part: 'o' },
+  { vendor: 'arubanetworks', product: 'arubaos', part: 'o' },
+  { vendor: 'sonicwall', product: 'sonicos', part: 'o' },
+  { vendor: 'vmware', product: 'esxi', part: 'o' },
+  { vendor: 'microsoft', product: 'windows*', part: 'o' },
+  { vendor: 'zyxel', product: '*_firmware', part: 'o' },
+  { vendor: 'tp-link', product: '*_firmware', part: 'o' },
+  { vendor: 'netgear', product: '*_firmware', part: 'o' },
+  { vendor: 'hp', product: '*_firmware', part: 'o' },
+];
+
+/** The CPE part of a (normalised) vendor and product: `o`/`h` by PART_BY_PRODUCT, else `a`. */
+export function inferPart(vendor: string, product: string): 'a' | 'o' | 'h' {
+  for (const r of PART_BY_PRODUCT) {
+    if (r.vendor !== vendor) continue;
+    const hit = r.product.startsWith('*') ? product.endsWith(r.product.slice(1)) : r.product.endsWith('*') ? product.startsWith(r.product.slice(0, -1)) : product === r.product;
+    if (hit) return r.part;
+  }
+  return 'a';
+}
+
+/**
  * The CPE for a service reported with vendor, product and version but no CPE:
- * `cpe:2.3:a:<vendor>:<product>:<version>:*:*:*:*:*:*:*`. Each value is trimmed, lowercased, every run
+ * `cpe:2.3:<part>:<vendor>:<product>:<version>:*:*:*:*:*:*:*`, the part by inferPart (`a` unless
+ * the product is a network operating system or device firmware). Each value is trimmed, lowercased, every run
  * of white space becomes one `_`, and then bound like any formatted-string value: characters other
  * than letters, digits, `_`, `.`, `-` are backslash-quoted (`*` and `?` too, so they are literal,
  * never wildcards), and a value that is just `-` is written `\-` (a literal, not NA). Null when a
@@ -349,7 +391,7 @@ export function deriveCpe(vendor: string, product: string, version: string): str
   const values = [vendor, product, version].map((v) => (typeof v === 'string' ? v.trim().toLowerCase().replace(/\s+/g, '_') : ''));
   if (values.some((v) => v === '')) return null;
   const c = anyCpe();
-  c.part = 'a';
+  c.part = inferPart(values[0]!, values[1]!);
   [c.vendor, c.product, c.version] = values.map(literalValue) as [string, string, string];
   return toCpe23(c);
 }

@@ -5,5 +5,7 @@
  */
 export * from './configurations.js';
 export * from './cpe.js';
+export * from './distro.js';
 export * from './osv.js';
+export * from './package-versions.js';
 export * from './version.js';

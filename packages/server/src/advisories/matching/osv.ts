@@ -89,6 +89,18 @@ export function osvAffects(a: OsvAffected, version: string): boolean {
 }
 
 /**
+ * Whether an OSV `affected` entry of a distribution ecosystem covers a package version, in the
+ * distribution's own order `compare` (dpkg, rpm, apk): listed in `versions`, or inside one of its
+ * ECOSYSTEM ranges.
+ */
+export function osvAffectsWith(a: OsvAffected, version: string, compare: Compare): boolean {
+  const wanted = version.trim();
+  if (wanted === '') return false;
+  if (a.versions?.some((v) => compare(v.trim(), wanted) === 0)) return true;
+  return (a.ranges ?? []).some((r) => r.type.toUpperCase() === 'ECOSYSTEM' && inOsvRange(wanted, r.events, compare, () => true));
+}
+
+/**
  * The index key of an OSV package: `osv:<ecosystem lowercase>:<name lowercase>`; for PyPI the name
  * is also normalised as PEP 503 says (runs of `-`, `_`, `.` become `-`), as PyPI itself does.
  */

@@ -8,6 +8,7 @@ import { Dialog } from '../../components/Dialog';
 import { ErrorAlert } from '../../components/ErrorAlert';
 import { Exposure } from '../../components/Exposure';
 import { ViewTabs } from '../../components/ViewTabs';
+import { DistributionNote } from '../../components/DistributionNote';
 import { MoveDialog, type MoveTarget, moveLabels } from '../../components/VulnerabilityTable';
 import { ago, dateTime, plural, product, stateLabels } from '../../lib/format';
 import { overviewKeys, vulnerabilityKeys } from '../../lib/keys';
@@ -120,7 +121,15 @@ function findingColumns(o: { canWrite: boolean; selected: Set<string>; toggle: (
     { id: 'port', header: 'Port', accessorFn: (f) => f.service.port, cell: ({ row }) => <span className="mono nowrap">{row.original.service.port}/{row.original.service.protocol}</span> },
     { id: 'service', header: 'Service', accessorFn: (f) => serviceText(f.service), cell: ({ row }) => <span className="nowrap" title={row.original.service.name ?? undefined}>{serviceText(row.original.service)}</span> },
     { id: 'exposed', header: 'Internet', accessorFn: (f) => f.service.exposedVia ?? '', cell: ({ row }) => <Exposure via={row.original.service.exposedVia} /> },
-    { header: 'State', accessorKey: 'state', cell: ({ row }) => <span title={row.original.note ?? undefined}>{stateLabels[row.original.state]}{row.original.note ? ' ✎' : ''}</span> },
+    {
+      header: 'State',
+      accessorKey: 'state',
+      cell: ({ row }) => (
+        <span className="nowrap">
+          <span title={row.original.note ?? undefined}>{stateLabels[row.original.state]}{row.original.note ? ' ✎' : ''}</span> <DistributionNote distribution={row.original.distribution} />
+        </span>
+      ),
+    },
     { header: 'First seen', accessorKey: 'firstSeenAt', cell: ({ row }) => <time dateTime={row.original.firstSeenAt} title={dateTime(row.original.firstSeenAt)}>{ago(row.original.firstSeenAt)}</time> },
     {
       id: 'actions',
