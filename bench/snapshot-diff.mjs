@@ -8,9 +8,19 @@
 // of 100 changes) runs in a fresh child process, so its peak RSS (VmHWM) is the diff's alone. Reports time
 // and peak memory per size, and the ratios large ÷ baseline: time should follow the size (≈ 10),
 // memory should not (≈ 1). The section is written into docs/benchmarks.md.
+//
+// Pages (issue 29), at the large size, in this process: page 1, page 2 and page 50 of 100 changes
+// (median of BENCH_DIFF_PAGE_RUNS, default 5), through `diffSnapshots` and, side by side, through
+// the walk every page cost before the diff was materialised (both contents streamed from the start,
+// `diffContents` keeping the changes after the cursor). The first request of the pair, which
+// materialises the diff, is timed on its own (its stored diff deleted before each run), and each
+// child process of the issue 15 part above starts from no stored diff too, so it measures that
+// first request. Page 50's cursor is the nextCursor of one request of 4,900 changes (49 pages).
+// Its section "Snapshot diff pages (issue 29)" is written into docs/benchmarks.md as well.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { createGzip } from 'node:zlib';
 import { sql } from 'kysely';
@@ -22,6 +32,12 @@ const SCHEMA = 'bench_snapshot_diff';
 const LARGE = Number(process.env.BENCH_DIFF_HOSTS || 1_000_000);
 const SMALL = LARGE / 10;
 const RUNS = 3;
+const PAGE_RUNS = Number(process.env.BENCH_DIFF_PAGE_RUNS || 5);
+const PAGE = 100;
+/** What this bench measured of the service before the diff was stored (a build of that commit, same machine), kept as the record. */
+const BEFORE =
+  'Before (commit 8c21f3a, whose service walked both contents for every page; this bench run against a build of it on the same machine, 2026-11-27, load average 4.8 to 8.9 from tests run alongside): ' +
+  'page 1 6,615 ms, page 2 9,034 ms, page 50 9,575 ms (median of 5), ratios page 2 ÷ page 1 **1.37** and page 50 ÷ page 1 **1.45**: every page a whole walk, the differences the load\'s.';
 
 if (process.argv[2] === '--child') {
   // One diff, in a process of its own: time, peak RSS, peak heap (sampled every 5 ms).
@@ -126,6 +142,13 @@ async function insertSnapshot(org, n, version) {
   return { id: row.id, bytes, stored: content.length, hosts: count };
 }
 
+/** Deletes the stored diff of the pair, if this build stores diffs (the first request computes it again). */
+async function forgetDiff(org, id, against) {
+  const stored = (await sql`select to_regclass('snapshot_diffs') is not null as t`.execute(db)).rows[0].t;
+  if (stored) await sql`delete from snapshot_diffs where organisation_id = ${org} and snapshot_id = ${id} and against_id = ${against}`.execute(db);
+  return stored;
+}
+
 function runChild(org, id, against) {
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', org, id, against], { encoding: 'utf8', maxBuffer: 1 << 20 });
   if (r.status !== 0) throw new Error(`diff child failed: ${r.stderr}`);
@@ -156,7 +179,10 @@ for (const n of [SMALL, LARGE]) {
   }
   console.log(`${n.toLocaleString('en')} hosts: content ${MB(a.bytes)} MB (${MB(a.stored)} MB gzip) per snapshot`);
   const runs = [];
-  for (let r = 0; r < RUNS; r++) runs.push(runChild(org, b.id, a.id));
+  for (let r = 0; r < RUNS; r++) {
+    await forgetDiff(org, b.id, a.id);
+    runs.push(runChild(org, b.id, a.id));
+  }
   const expected = { added: 0, removed: 0, changed: 0 };
   for (let i = 0; i < n; i++) {
     if (i >= n - n / 200) expected.added += i % 200 === 3 ? 0 : 1;
@@ -168,6 +194,52 @@ for (const n of [SMALL, LARGE]) {
   }
   sizes[n] = { n, a, b, ms: median(runs.map((r) => r.ms)), maxRss: median(runs.map((r) => r.maxRss)), rssBefore: median(runs.map((r) => r.rssBefore)), heapPeak: median(runs.map((r) => r.heapPeak)), counts: runs[0].counts };
   console.log(`  diff: ${sizes[n].ms.toFixed(0)} ms, peak RSS ${MB(sizes[n].maxRss)} MB, peak heap ${MB(sizes[n].heapPeak)} MB, counts ${JSON.stringify(runs[0].counts)}`);
+  sizes[n].org = org;
+}
+
+// Pages (issue 29) at the large size: the service against the walk from the start, side by side.
+const loadAtStart = os.loadavg()[0];
+const { diffSnapshots } = await import('../packages/server/dist/snapshots/snapshots.service.js');
+const { contentItems, decodeDiffCursor, diffContents, gunzipped } = await import('../packages/server/dist/snapshots/diff.js');
+const { findSnapshot, readContent } = await import('../packages/server/dist/snapshots/snapshots.repo.js');
+const pages = {};
+{
+  const { org, a, b } = sizes[LARGE];
+  const ask = (limit, cursor) => diffSnapshots(db, org, b.id, { against: a.id, limit, cursor });
+  /** The walk every page cost before: both contents streamed from the start, the changes after the cursor kept. */
+  async function reread(cursor) {
+    const [t, base] = await Promise.all([findSnapshot(db, org, b.id), findSnapshot(db, org, a.id)]);
+    const items = (s) => contentItems(gunzipped(readContent(db, org, s.id, Number(s.stored_bytes))));
+    return diffContents(items(base), items(t), { after: cursor ? decodeDiffCursor(cursor) : undefined, limit: PAGE });
+  }
+  const time = async (fn) => {
+    const t0 = performance.now();
+    const r = await fn();
+    return { ms: performance.now() - t0, r };
+  };
+  const stores = await forgetDiff(org, b.id, a.id);
+  const first = [];
+  for (let r = 0; r < (stores ? PAGE_RUNS : 1); r++) {
+    await forgetDiff(org, b.id, a.id);
+    first.push((await time(() => ask(PAGE))).ms);
+  }
+  const cursors = { 1: undefined, 2: (await ask(PAGE)).nextCursor, 50: (await ask(49 * PAGE)).nextCursor };
+  const want = {};
+  for (const p of [1, 2, 50]) want[p] = (await reread(cursors[p])).changes.map((c) => c.id).join();
+  const service = { 1: [], 2: [], 50: [] };
+  const walk = { 1: [], 2: [], 50: [] };
+  for (let r = 0; r < PAGE_RUNS; r++) {
+    for (const p of [1, 2, 50]) {
+      const s = await time(() => ask(PAGE, cursors[p]));
+      if (s.r.changes.map((c) => c.id).join() !== want[p] || JSON.stringify(s.r.counts.hosts) !== JSON.stringify(sizes[LARGE].counts)) throw new Error(`page ${p} differs from the walk`);
+      service[p].push(s.ms);
+      walk[p].push((await time(() => reread(cursors[p]))).ms);
+    }
+  }
+  for (const p of [1, 2, 50]) pages[p] = { service: median(service[p]), walk: median(walk[p]) };
+  pages.first = median(first);
+  pages.stores = stores;
+  console.log(`pages at ${LARGE.toLocaleString('en')} hosts: first request ${pages.first.toFixed(0)} ms; ` + [1, 2, 50].map((p) => `page ${p}: ${pages[p].service.toFixed(1)} ms (walk ${pages[p].walk.toFixed(0)} ms)`).join(', '));
 }
 const version = (await sql`select version()`.execute(db)).rows[0].version.split(',')[0];
 await database.close();
@@ -182,7 +254,7 @@ const row = (x) =>
 const out = [
   '## Snapshot diff (issue 15)',
   '',
-  `\`diffSnapshots\` (the service of \`GET /api/v1/snapshots/{id}/diff\`: every count, and the first page of 100 changes) between two snapshots of the same organisation, on ${version}, 2 cores (${new Date().toISOString().slice(0, 10)}). ` +
+  `\`diffSnapshots\` (the service of \`GET /api/v1/snapshots/{id}/diff\`: every count, and the first page of 100 changes) between two snapshots of the same organisation, as the first request of the pair makes it (both contents walked once and the diff stored, issue 29; pages are in the next section), on ${version}, 2 cores (${new Date().toISOString().slice(0, 10)}). ` +
     'Contents generated in the canonical format (hosts with an address and a MAC each) and stored as snapshot rows; between the two, 0.5% of the hosts removed, 0.5% added, 1% renamed and upgraded. ' +
     `Each diff runs in a fresh process (median of ${RUNS}); RSS is the process's from before the call to its peak.`,
   '',
@@ -192,13 +264,46 @@ const out = [
   row(l),
   '',
   `Ratios ${LARGE.toLocaleString('en')} ÷ ${SMALL.toLocaleString('en')} (the baseline): time **${timeRatio.toFixed(2)}** (linear: 10), peak RSS **${rssRatio.toFixed(2)}**, peak heap **${heapRatio.toFixed(2)}** (flat: 1). ` +
-    'Both contents are read in 1 MiB slices of the stored bytea, gunzipped as streams and merge-joined by id; an entity is parsed only when its text differs between the two or it is listed. The heap, which holds what the diff keeps, stays flat; the few tens of MB that RSS adds with the size are spent buffers outside the heap (slices, gunzipped chunks) that V8 collects lazily.',
+    'Both contents are read in 1 MiB slices of the stored bytea, gunzipped as streams and merge-joined by id, the changes stored a thousand at a time; an entity is parsed only when its text differs between the two. The heap, which holds what the diff keeps, stays flat; the few tens of MB that RSS adds with the size are spent buffers outside the heap (slices, gunzipped chunks) that V8 collects lazily.',
+];
+const ms = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
+const ratio = (x) => (x >= 10 ? x.toFixed(1) : x.toFixed(2));
+const paged = [
+  '## Snapshot diff pages (issue 29)',
+  '',
+  `Pages of 100 changes of the diff above at ${LARGE.toLocaleString('en')} hosts (${(l.counts.added + l.counts.removed + l.counts.changed).toLocaleString('en')} changes, so ${Math.ceil((l.counts.added + l.counts.removed + l.counts.changed) / PAGE)} pages), ` +
+    `through \`diffSnapshots\` in one process on one pool, median of ${PAGE_RUNS} (the three pages taken in turn), on ${version}, ` +
+    `${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version} (${new Date().toISOString().slice(0, 10)}; load average ${loadAtStart.toFixed(1)} at the start, ${os.loadavg()[0].toFixed(1)} at the end). ` +
+    'Side by side in the same run, "walk from the start": what every page cost before the diff was stored (both contents streamed and merge-joined from their first byte, the changes after the cursor kept). ' +
+    'Page 50\'s cursor is the nextCursor of one request of 4,900 changes; each page is checked to list the same changes as the walk. Run: `npm run bench:snapshot-diff`.',
+  '',
+  '| page | walk from the start ms | stored diff ms |',
+  '|---|---|---|',
+  ...[1, 2, 50].map((p) => `| ${p} | ${ms(pages[p].walk)} | ${ms(pages[p].service)} |`),
+  '',
+  `Ratios: page 2 ÷ page 1 **${ratio(pages[2].service / pages[1].service)}**, page 50 ÷ page 1 **${ratio(pages[50].service / pages[1].service)}** ` +
+    `(walking from the start: ${ratio(pages[2].walk / pages[1].walk)} and ${ratio(pages[50].walk / pages[1].walk)}, every page one whole walk, ${ms(pages[1].walk)} ms). ` +
+    (pages.stores
+      ? `The first request of a pair walks both contents once and stores the diff (changes and counts, in one transaction): ${(pages.first / 1000).toFixed(2)} s (median of ${PAGE_RUNS}, the stored diff deleted before each); every page after it, page 1 included, is a keyset read of the stored changes.`
+      : 'This build stores no diff: every page walks both contents.'),
+  '',
+  BEFORE,
 ];
 console.log(out.join('\n'));
+console.log(paged.join('\n'));
 const doc = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
-const text = readFileSync(doc, 'utf8');
-const start = text.indexOf('\n## Snapshot diff (issue 15)');
-const next = start < 0 ? -1 : text.indexOf('\n## ', start + 1);
-const updated = start < 0 ? `${text.trimEnd()}\n\n${out.join('\n')}\n` : `${text.slice(0, start).trimEnd()}\n\n${out.join('\n')}\n${next < 0 ? '' : text.slice(next)}`;
-writeFileSync(doc, updated);
+/** Replaces the section headed `title` (or appends it). */
+function writeSection(text, title, lines) {
+  const start = text.indexOf(`\n${title}`);
+  const next = start < 0 ? -1 : text.indexOf('\n## ', start + 1);
+  return start < 0 ? `${text.trimEnd()}\n\n${lines.join('\n')}\n` : `${text.slice(0, start).trimEnd()}\n\n${lines.join('\n')}\n${next < 0 ? '' : text.slice(next)}`;
+}
+let text = readFileSync(doc, 'utf8');
+text = writeSection(text, '## Snapshot diff (issue 15)', out);
+if (!text.includes('\n## Snapshot diff pages (issue 29)')) {
+  // Right after the issue 15 section, the first time.
+  const at = text.indexOf('\n## ', text.indexOf('\n## Snapshot diff (issue 15)') + 1);
+  text = at < 0 ? `${text.trimEnd()}\n\n${paged.join('\n')}\n` : `${text.slice(0, at)}\n${paged.join('\n')}\n${text.slice(at)}`;
+} else text = writeSection(text, '## Snapshot diff pages (issue 29)', paged);
+writeFileSync(doc, text);
 if (rssRatio > 1.5) process.exitCode = 1;

@@ -409,6 +409,28 @@ export interface SnapshotsTable {
   content_bytes: ColumnType<number | null, number | null | undefined, never>;
 }
 
+/** A stored snapshot diff (0036): the counts of the diff of `snapshot_id` against `against_id`, computed once. */
+export interface SnapshotDiffsTable {
+  organisation_id: string;
+  snapshot_id: string;
+  against_id: string;
+  counts: ColumnType<Record<string, Record<string, number>>, string, string>;
+  created_at: Created;
+}
+
+/** One change of a stored snapshot diff (0036): before, after and fields as JSON text. */
+export interface SnapshotDiffChangesTable {
+  organisation_id: string;
+  snapshot_id: string;
+  against_id: string;
+  section: number;
+  entity_id: string;
+  kind: string;
+  before: string | null;
+  after: string | null;
+  fields: string | null;
+}
+
 /** The service's signing keys (0015): the private key sealed with the secret key, never in the clear. */
 export interface ServiceSigningKeysTable {
   purpose: 'attestation';
@@ -782,6 +804,8 @@ export interface DB {
   service_match_keys: ServiceMatchKeysTable;
   advisory_match_state: AdvisoryMatchStateTable;
   snapshots: SnapshotsTable;
+  snapshot_diffs: SnapshotDiffsTable;
+  snapshot_diff_changes: SnapshotDiffChangesTable;
   service_signing_keys: ServiceSigningKeysTable;
   topologies: TopologiesTable;
   topology_nodes: TopologyNodesTable;

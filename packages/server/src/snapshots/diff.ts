@@ -6,7 +6,8 @@ import { type SnapshotDiffKind, type SnapshotDiffSection, snapshotDiffSections }
 // captureContent writes: `{"hosts":[...],"services":[...],"certificates":[...],"vulnerabilities":[...]}`,
 // every list in id order. Each side is read as a stream of gzip chunks, gunzipped, and split into
 // its items without parsing the whole document; a merge-join on (section, id) then walks both in
-// step. Memory is a chunk per side plus the page of changes kept, whatever the snapshots' size.
+// step. Memory is a chunk per side plus a batch of changes, whatever the snapshots' size. The walk
+// runs once per pair of snapshots: its changes are stored and pages read them (issue 29).
 
 export const SECTIONS = snapshotDiffSections;
 
@@ -211,40 +212,47 @@ function compare(a: DiffPosition, b: DiffPosition): number {
 export const zeroCounts = (): Record<SnapshotDiffSection, SectionCounts> =>
   Object.fromEntries(SECTIONS.map((s) => [s, { added: 0, removed: 0, changed: 0 }])) as Record<SnapshotDiffSection, SectionCounts>;
 
+/** One change as the walk finds it: the entities' text as the contents hold it, parsed when they had to be. */
+export interface WalkedChange {
+  sec: number;
+  id: string;
+  kind: SnapshotDiffKind;
+  before: Buffer | null;
+  after: Buffer | null;
+  /** For a changed entity, both sides parsed (to find its fields), so a reader need not parse them again. */
+  parsed: { before: Record<string, unknown>; after: Record<string, unknown> } | null;
+  fields: DiffChange['fields'];
+}
+
+/** Changes handed on at a time by walkChanges. */
+const WALK_BATCH = 1000;
+
 /**
- * Merge-joins the items of `base` (the older, `against`) and `target`: every change is counted,
- * and the first `limit` changes matching the options after `after` are kept with their entities.
+ * Merge-joins the items of `base` (the older, `against`) and `target`: every change in (section,
+ * id) order, in batches. An entity is parsed only when its text differs between the two.
  */
-export async function diffContents(base: AsyncIterable<Item[]>, target: AsyncIterable<Item[]>, opts: DiffOptions): Promise<DiffResult> {
-  const counts = zeroCounts();
-  const changes: DiffChange[] = [];
-  let next: DiffPosition | null = null;
-  const wantSec = opts.section === undefined ? -1 : SECTIONS.indexOf(opts.section);
-  const keep = (pos: DiffPosition, kind: SnapshotDiffKind) =>
-    (wantSec < 0 || pos.sec === wantSec) && (opts.kind === undefined || opts.kind === kind) && (opts.after === undefined || compare(pos, opts.after) > 0);
-  const record = (pos: DiffPosition, kind: SnapshotDiffKind, make: () => Omit<DiffChange, 'section' | 'kind' | 'id'>) => {
-    counts[SECTIONS[pos.sec]!][kind]++;
-    if (next || !keep(pos, kind)) return;
-    if (changes.length === opts.limit) {
-      const last = changes.at(-1)!;
-      next = { sec: SECTIONS.indexOf(last.section), id: last.id };
-      return;
-    }
-    changes.push({ section: SECTIONS[pos.sec]!, kind, id: pos.id, ...make() });
-  };
+export async function* walkChanges(base: AsyncIterable<Item[]>, target: AsyncIterable<Item[]>): AsyncGenerator<WalkedChange[]> {
+  let out: WalkedChange[] = [];
+  // An item's text is a view of the gunzipped chunk it came in (256 KiB): a change keeps a copy of
+  // its own bytes, so a batch of sparse changes does not hold a chunk each.
+  const own = (raw: Buffer) => Buffer.from(raw);
   const a = new Side(base[Symbol.asyncIterator]());
   const b = new Side(target[Symbol.asyncIterator]());
   try {
     for (;;) {
+      if (out.length >= WALK_BATCH) {
+        yield out;
+        out = [];
+      }
       const x = a.peek() ?? (await a.fill());
       const y = b.peek() ?? (await b.fill());
       if (!x && !y) break;
       const order = !x ? 1 : !y ? -1 : compare(x, y);
       if (order < 0) {
-        record(x!, 'removed', () => ({ before: parse(x!.raw), after: null, fields: [] }));
+        out.push({ sec: x!.sec, id: x!.id, kind: 'removed', before: own(x!.raw), after: null, parsed: null, fields: [] });
         a.shift();
       } else if (order > 0) {
-        record(y!, 'added', () => ({ before: null, after: parse(y!.raw), fields: [] }));
+        out.push({ sec: y!.sec, id: y!.id, kind: 'added', before: null, after: own(y!.raw), parsed: null, fields: [] });
         b.shift();
       } else {
         // Same text: unchanged, without parsing (most entities of two daily snapshots).
@@ -252,14 +260,53 @@ export async function diffContents(base: AsyncIterable<Item[]>, target: AsyncIte
           const before = parse(x!.raw);
           const after = parse(y!.raw);
           const fields = changedFields(before, after);
-          if (fields.length) record(x!, 'changed', () => ({ before, after, fields }));
+          if (fields.length) out.push({ sec: x!.sec, id: x!.id, kind: 'changed', before: own(x!.raw), after: own(y!.raw), parsed: { before, after }, fields });
         }
         a.shift();
         b.shift();
       }
     }
+    if (out.length) yield out;
   } finally {
     await Promise.all([a.close(), b.close()]);
+  }
+}
+
+/** A walked change as the API lists it. */
+export function listedChange(c: WalkedChange): DiffChange {
+  return {
+    section: SECTIONS[c.sec]!,
+    kind: c.kind,
+    id: c.id,
+    before: c.parsed?.before ?? (c.before ? parse(c.before) : null),
+    after: c.parsed?.after ?? (c.after ? parse(c.after) : null),
+    fields: c.fields,
+  };
+}
+
+/**
+ * Merge-joins the items of `base` (the older, `against`) and `target`: every change is counted,
+ * and the first `limit` changes matching the options after `after` are kept with their entities.
+ * The walk from the start that the stored diff (snapshots.service.ts) does once per pair.
+ */
+export async function diffContents(base: AsyncIterable<Item[]>, target: AsyncIterable<Item[]>, opts: DiffOptions): Promise<DiffResult> {
+  const counts = zeroCounts();
+  const changes: DiffChange[] = [];
+  let next: DiffPosition | null = null;
+  const wantSec = opts.section === undefined ? -1 : SECTIONS.indexOf(opts.section);
+  const keep = (c: WalkedChange) =>
+    (wantSec < 0 || c.sec === wantSec) && (opts.kind === undefined || opts.kind === c.kind) && (opts.after === undefined || compare(c, opts.after) > 0);
+  for await (const batch of walkChanges(base, target)) {
+    for (const c of batch) {
+      counts[SECTIONS[c.sec]!][c.kind]++;
+      if (next || !keep(c)) continue;
+      if (changes.length === opts.limit) {
+        const last = changes.at(-1)!;
+        next = { sec: SECTIONS.indexOf(last.section), id: last.id };
+        continue;
+      }
+      changes.push(listedChange(c));
+    }
   }
   return { counts, changes, next };
 }

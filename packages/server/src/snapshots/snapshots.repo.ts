@@ -168,3 +168,99 @@ export async function* readContent(db: Kysely<DB>, organisationId: string, id: s
     yield Buffer.isBuffer(part) ? part : Buffer.from(part.buffer, part.byteOffset, part.length);
   }
 }
+
+/** How long a stored diff is kept after it was computed (a page of a pruned one computes it again). */
+export const DIFF_TTL_HOURS = 24;
+
+/** The counts of the stored diff of `snapshotId` against `againstId`; undefined when none is stored. */
+export function findDiff(db: Kysely<DB>, organisationId: string, snapshotId: string, againstId: string) {
+  return db
+    .selectFrom('snapshot_diffs')
+    .select('counts')
+    .where('organisation_id', '=', organisationId)
+    .where('snapshot_id', '=', snapshotId)
+    .where('against_id', '=', againstId)
+    .executeTakeFirst();
+}
+
+/**
+ * Claims the pair for the caller's transaction, to store its diff in: true when the caller is to
+ * compute it; false when another transaction has stored it (an insert of the same key waits for a
+ * transaction still storing it, then finds its row: the diff is computed once, not by every
+ * request that arrives meanwhile).
+ */
+export async function claimDiff(db: Kysely<DB>, organisationId: string, snapshotId: string, againstId: string, counts: object): Promise<boolean> {
+  const r = await db
+    .insertInto('snapshot_diffs')
+    .values({ organisation_id: organisationId, snapshot_id: snapshotId, against_id: againstId, counts: JSON.stringify(counts) })
+    .onConflict((oc) => oc.columns(['organisation_id', 'snapshot_id', 'against_id']).doNothing())
+    .returning('snapshot_id')
+    .executeTakeFirst();
+  return r !== undefined;
+}
+
+export async function setDiffCounts(db: Kysely<DB>, organisationId: string, snapshotId: string, againstId: string, counts: object): Promise<void> {
+  await db
+    .updateTable('snapshot_diffs')
+    .set({ counts: JSON.stringify(counts) })
+    .where('organisation_id', '=', organisationId)
+    .where('snapshot_id', '=', snapshotId)
+    .where('against_id', '=', againstId)
+    .execute();
+}
+
+/** One change to store: section index, entity id, kind, the entities' JSON text, the changed fields' JSON (null for none). */
+export interface StoredChange {
+  sec: number;
+  id: string;
+  kind: string;
+  before: string | null;
+  after: string | null;
+  fields: string | null;
+}
+
+/** Stores changes of a claimed diff, in one statement. */
+export async function insertDiffChanges(db: Kysely<DB>, organisationId: string, snapshotId: string, againstId: string, changes: StoredChange[]): Promise<void> {
+  if (changes.length === 0) return;
+  const col = <K extends keyof StoredChange>(k: K) => changes.map((c) => c[k]);
+  await sql`
+    insert into snapshot_diff_changes (organisation_id, snapshot_id, against_id, section, entity_id, kind, before, after, fields)
+    select ${organisationId}, ${snapshotId}, ${againstId}, v.section, v.entity_id, v.kind, v.before, v.after, v.fields
+    from unnest(${col('sec')}::smallint[], ${col('id')}::uuid[], ${col('kind')}::text[], ${col('before')}::text[], ${col('after')}::text[], ${col('fields')}::text[])
+      as v(section, entity_id, kind, before, after, fields)
+  `.execute(db);
+}
+
+/**
+ * Up to `limit` changes of a stored diff in (section, entity id) order, strictly after `after`,
+ * of one section and one kind when asked: a keyset read of the primary key (or, for one kind, of
+ * its index), whatever the page's place in the diff.
+ */
+export function readDiffPage(
+  db: Kysely<DB>,
+  organisationId: string,
+  snapshotId: string,
+  againstId: string,
+  page: { section?: number | undefined; kind?: string | undefined; after?: { sec: number; id: string } | undefined; limit: number },
+) {
+  let q = db
+    .selectFrom('snapshot_diff_changes')
+    .select(['section', 'entity_id', 'kind', 'before', 'after', 'fields'])
+    .where('organisation_id', '=', organisationId)
+    .where('snapshot_id', '=', snapshotId)
+    .where('against_id', '=', againstId);
+  if (page.section !== undefined) q = q.where('section', '=', page.section);
+  if (page.kind !== undefined) q = q.where('kind', '=', page.kind);
+  if (page.after) q = q.where(sql<boolean>`(section, entity_id) > (${page.after.sec}::smallint, ${page.after.id}::uuid)`);
+  return q.orderBy('section').orderBy('entity_id').limit(page.limit).execute();
+}
+
+/** Deletes the organisation's stored diffs computed more than DIFF_TTL_HOURS before `now` (their changes with them); returns how many. */
+export async function pruneDiffs(db: Kysely<DB>, organisationId: string, now: Date): Promise<number> {
+  const r = await db
+    .deleteFrom('snapshot_diffs')
+    .where('organisation_id', '=', organisationId)
+    .where('created_at', '<', new Date(now.getTime() - DIFF_TTL_HOURS * 3600_000))
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}

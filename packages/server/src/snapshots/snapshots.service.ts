@@ -4,7 +4,7 @@ import { type Actor, recordAudit } from '../audit/audit.repo.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { findSite } from '../inventory/inventory.repo.js';
-import { contentItems, decodeDiffCursor, diffContents, encodeDiffCursor, gunzipped, zeroCounts } from './diff.js';
+import { type DiffChange, type DiffPosition, SECTIONS, type SectionCounts, contentItems, decodeDiffCursor, encodeDiffCursor, gunzipped, walkChanges, zeroCounts } from './diff.js';
 import * as repo from './snapshots.repo.js';
 
 type SnapshotRow = Awaited<ReturnType<typeof repo.findScheduledSnapshot>> & {};
@@ -69,10 +69,58 @@ export async function takeScheduledSnapshot(db: Kysely<DB>, organisationId: stri
   }
 }
 
+type DiffCounts = Record<SnapshotDiffSection, SectionCounts>;
+type StoredSnapshot = NonNullable<Awaited<ReturnType<typeof repo.findSnapshot>>>;
+
+const KINDS = ['added', 'removed', 'changed'] as const;
+
+/** Counts as stored, in the API's order of sections and kinds (jsonb keeps its own key order). */
+function diffCounts(stored: Record<string, Record<string, number>>): DiffCounts {
+  const counts = zeroCounts();
+  for (const s of SECTIONS) for (const k of KINDS) counts[s][k] = Number(stored[s]?.[k] ?? 0);
+  return counts;
+}
+
+/**
+ * The counts of the diff of `target` against `base`, its changes stored for the pages to read
+ * (issue 29): computed by the first request of the pair, in one transaction that walks both
+ * contents once; a request arriving while it runs waits for it and reads what it stored, rather
+ * than walking too. Contents never change, so a stored diff stays right until it is pruned.
+ */
+async function storedDiff(db: Kysely<DB>, organisationId: string, target: StoredSnapshot, base: StoredSnapshot, now = new Date()): Promise<DiffCounts> {
+  const found = await repo.findDiff(db, organisationId, target.id, base.id);
+  if (found) return diffCounts(found.counts);
+  await repo.pruneDiffs(db, organisationId, now);
+  const counts = await db.transaction().execute(async (trx) => {
+    const counts = zeroCounts();
+    if (!(await repo.claimDiff(trx, organisationId, target.id, base.id, counts))) return (await repo.findDiff(trx, organisationId, target.id, base.id))?.counts;
+    const items = (s: StoredSnapshot) => contentItems(gunzipped(repo.readContent(trx, organisationId, s.id, Number(s.stored_bytes))));
+    for await (const batch of walkChanges(items(base), items(target))) {
+      for (const c of batch) counts[SECTIONS[c.sec]!][c.kind]++;
+      const rows = batch.map((c) => ({
+        sec: c.sec,
+        id: c.id,
+        kind: c.kind,
+        before: c.before?.toString('utf8') ?? null,
+        after: c.after?.toString('utf8') ?? null,
+        fields: c.fields.length ? JSON.stringify(c.fields) : null,
+      }));
+      await repo.insertDiffChanges(trx, organisationId, target.id, base.id, rows);
+    }
+    await repo.setDiffCounts(trx, organisationId, target.id, base.id, counts);
+    return counts;
+  });
+  // Stored by another request and pruned before this one read it: a stale diff pruned in between. Walk again.
+  if (!counts) return storedDiff(db, organisationId, target, base, now);
+  return diffCounts(counts);
+}
+
 /**
  * The diff of snapshot `id` against snapshot `against` (the base): counts per section, then one
  * page of changes (issue 15). Both of the organisation, else 404; both with stored content, else
- * 409. Identical contents (same SHA-256) answer zero counts without reading them.
+ * 409. Identical contents (same SHA-256) answer zero counts without reading them. The first
+ * request of a pair walks both contents and stores the diff; every page is then a keyset read of
+ * the stored changes after the cursor (issue 29), so page 50 costs what page 1 does.
  */
 export async function diffSnapshots(
   db: Kysely<DB>,
@@ -92,17 +140,39 @@ export async function diffSnapshots(
     target.site_id === base.site_id
       ? null
       : `The snapshots cover different scopes (${target.site_id ? `site ${target.site_id}` : 'the whole organisation'} against ${base.site_id ? `site ${base.site_id}` : 'the whole organisation'}): what lies outside the narrower one shows as added or removed.`;
-  const items = (s: typeof target) => contentItems(gunzipped(repo.readContent(db, organisationId, s.id, Number(s.stored_bytes))));
-  const result =
-    target.content_sha256 === base.content_sha256
-      ? { counts: zeroCounts(), changes: [], next: null }
-      : await diffContents(items(base), items(target), { section: query.section, kind: query.kind, after, limit: query.limit });
+  let counts = zeroCounts();
+  let changes: DiffChange[] = [];
+  let next: DiffPosition | null = null;
+  if (target.content_sha256 !== base.content_sha256) {
+    counts = await storedDiff(db, organisationId, target, base);
+    // One more than the page: whether a matching change follows its last.
+    const rows = await repo.readDiffPage(db, organisationId, target.id, base.id, {
+      section: query.section === undefined ? undefined : SECTIONS.indexOf(query.section),
+      kind: query.kind,
+      after,
+      limit: query.limit + 1,
+    });
+    changes = rows.slice(0, query.limit).map((r) => ({
+      section: SECTIONS[r.section]!,
+      kind: r.kind as SnapshotDiffKind,
+      id: r.entity_id,
+      before: r.before === null ? null : (JSON.parse(r.before) as Record<string, unknown>),
+      after: r.after === null ? null : (JSON.parse(r.after) as Record<string, unknown>),
+      fields: r.fields === null ? [] : (JSON.parse(r.fields) as DiffChange['fields']),
+    }));
+    if (rows.length > query.limit) next = { sec: rows[query.limit - 1]!.section, id: rows[query.limit - 1]!.entity_id };
+  }
   return {
     snapshot: toSnapshot(target),
     against: toSnapshot(base),
     note,
-    counts: result.counts,
-    changes: result.changes,
-    nextCursor: result.next ? encodeDiffCursor(result.next) : null,
+    counts,
+    changes,
+    nextCursor: next ? encodeDiffCursor(next) : null,
   };
+}
+
+/** Prunes the organisation's stored snapshot diffs older than a day (job inventory.snapshot); returns how many. */
+export function pruneSnapshotDiffs(db: Kysely<DB>, organisationId: string, now: Date): Promise<number> {
+  return repo.pruneDiffs(db, organisationId, now);
 }
