@@ -14,6 +14,13 @@ export interface DaemonConfig {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** The nmap executable: a path, or a name looked up on PATH; null disables nmap. */
   nmap: string | null;
+  /**
+   * nmap's OS detection (`-O --osscan-limit`): the host's operating system and hardware CPEs
+   * (`o`/`h`), which NVD's AND configurations ask for. It needs raw sockets: on by default when
+   * the daemon runs as root; as another user, on only when asked (nmap then gets `--privileged`,
+   * which needs CAP_NET_RAW and CAP_NET_ADMIN on the nmap binary or the container).
+   */
+  nmapOs: boolean;
   /** LLDP/CDP neighbours from a running lldpd through lldpcli (its control socket: lldpd's default when absent); null: never asked. */
   lldp: { lldpcli: string; socket?: string } | null;
   /** The NetFlow v9 / IPFIX collector: where it listens, its buffer size (buckets), how often it delivers; null: off. */
@@ -45,6 +52,8 @@ Options:
   --config FILE       JSON config file; command-line options win over it
   --state DIR         State folder keeping the daemon id (default: $STATE_DIRECTORY or /var/lib/surveyor-daemon)
   --nmap PATH         nmap executable (default: nmap on PATH); --no-nmap never runs it
+  --nmap-os           nmap's OS detection (-O) for the hosts' OS and hardware CPEs (default: on as
+                      root); --no-nmap-os never asks for it
   --lldp-socket PATH  lldpd's control socket for lldpcli (default: lldpd's own); --no-lldp never asks lldpd
   --flows HOST:PORT   Collect NetFlow v9 and IPFIX on this UDP address (for example 0.0.0.0:2055)
   --network CIDR      Also report this network at registration (repeatable)
@@ -67,6 +76,7 @@ const FileConfig = z.strictObject({
   stateDir: z.string().min(1).optional(),
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).optional(),
   nmap: z.union([z.string().min(1), z.literal(false)]).optional(),
+  nmapOs: z.boolean().optional(),
   networks: z.array(CidrText).optional(),
   lldp: z.union([z.literal(false), z.strictObject({ lldpcli: z.string().min(1).optional(), socket: z.string().min(1).optional() })]).optional(),
   flows: z
@@ -110,6 +120,8 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
         state: { type: 'string' },
         nmap: { type: 'string' },
         'no-nmap': { type: 'boolean' },
+        'nmap-os': { type: 'boolean' },
+        'no-nmap-os': { type: 'boolean' },
         'lldp-socket': { type: 'string' },
         flows: { type: 'string' },
         'no-lldp': { type: 'boolean' },
@@ -173,6 +185,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = proces
       stateDir: v.state ?? file.stateDir ?? env.STATE_DIRECTORY?.split(':')[0] ?? '/var/lib/surveyor-daemon',
       logLevel,
       nmap: v['no-nmap'] ? null : (v.nmap ?? (file.nmap === false ? null : (file.nmap ?? 'nmap'))),
+      nmapOs: v['no-nmap-os'] ? false : (v['nmap-os'] ?? file.nmapOs ?? process.getuid?.() === 0),
       flows: flowsConfig(v.flows, file.flows),
       lldp: lldpConfig(v['no-lldp'] === true, v['lldp-socket'], file.lldp),
       networks,

@@ -319,6 +319,7 @@ export class Daemon {
       const r = await runNetworkScan(job, {
         config: this.config.scan,
         nmap: this.nmapPath,
+        nmapOs: this.config.nmapOs,
         log,
         signal: abort.signal,
         degrade: (reason) => this.problems.set('scan', reason),

@@ -18,13 +18,14 @@ function job(cidr: string, opts: { nmap?: boolean; scripts?: ('default' | 'safe'
   };
 }
 
-async function scan(j: ReturnType<typeof job>, signal = new AbortController().signal, nmap: string | null = null, localFingerprint?: string) {
+async function scan(j: ReturnType<typeof job>, signal = new AbortController().signal, nmap: string | null = null, localFingerprint?: string, nmapOs = false) {
   const batches: Batch[] = [];
   const logs: string[] = [];
   const degraded: string[] = [];
   const result = await runNetworkScan(j, {
     config: scanConfig,
     nmap,
+    nmapOs,
     log: createLogger('debug', (l) => void logs.push(l)),
     signal,
     send: async (b) => void batches.push(structuredClone(b)),
@@ -101,13 +102,16 @@ describeLab('scanner on the lab', () => {
   });
 
   describe.skipIf(!haveTools('the lab scans with nmap', ['nmap']))('with the real nmap', () => {
-    it('runs the real nmap when the job enables it: services with product, version and CPE 2.3', async () => {
+    it('runs the real nmap when the job enables it: services with product, version and CPE 2.3, and the OS CPE of its OS detection', async () => {
       const nmap = findExecutable('nmap');
       const [web] = lab.hosts;
-      const { batches, logs, degraded } = await scan(job(`${web!.v4}/32`, { nmap: true, scripts: ['default'] }), undefined, nmap);
+      const { batches, logs, degraded } = await scan(job(`${web!.v4}/32`, { nmap: true, scripts: ['default'] }), undefined, nmap, undefined, true);
       expect(degraded).toEqual([]);
       const ran = logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'running nmap');
-      expect(ran.args).toEqual(expect.arrayContaining(['-n', '-sT', '-sV', '--script', '(default) and not (external or broadcast)', '-oX', '-']));
+      expect(ran.args).toEqual(expect.arrayContaining(['-n', '-sT', '-sV', '-O', '--osscan-limit', '--script', '(default) and not (external or broadcast)', '-oX', '-']));
+      // The lab's hosts are Linux network namespaces: nmap's OS detection names the kernel, sent as
+      // the host's platform CPE (NVD's AND configurations ask for it).
+      expect(batches.flatMap((b) => b.hosts ?? []).flatMap((h) => h.cpes ?? [])).toEqual(expect.arrayContaining([expect.stringMatching(/^cpe:2\.3:o:linux:linux_kernel:/)]));
       const services = batches.flatMap((b) => b.services ?? []);
       const ssh = services.find((s) => s.port === 22)!;
       expect(ssh).toMatchObject({ signatureSource: 'nmap', name: 'ssh', product: 'OpenSSH', vendor: 'openbsd' });

@@ -48,6 +48,10 @@ describe('nmap command line', () => {
     expect(nmapArgs({ tcpPorts: [22], udpPorts: [161], scripts: [], family: 4, targets: ['10.0.0.1'] })).toEqual(
       expect.arrayContaining(['-sU', '-p', 'T:22,U:161']),
     );
+    // OS detection only when asked; as another user than root nmap is told it holds raw-socket capabilities.
+    const os = nmapArgs({ tcpPorts: [22], udpPorts: [], scripts: [], family: 4, targets: ['10.0.0.1'], os: true });
+    expect(os.slice(0, 7)).toEqual(['-n', '-Pn', '-sT', '-sV', '-O', '--osscan-limit', ...(process.getuid?.() === 0 ? ['-T4'] : ['--privileged'])]);
+    expect(nmapArgs({ tcpPorts: [22], udpPorts: [], scripts: [], family: 4, targets: ['10.0.0.1'], os: false })).not.toContain('-O');
   });
 
   it('parses hosts, open ports, services with CPE 2.3 and script output from -oX', () => {

@@ -356,6 +356,15 @@ describe('configuration', () => {
       const c = parseCommandLine(['--config', file, '--site', 'fra1', '--network', '192.0.2.0/24'], {}).config!;
       expect(c).toMatchObject({ server: 'https://a.example', key: 'svd_fromfile', site: 'fra1', name: 'n1', networks: ['10.0.0.0/8', '192.0.2.0/24'], nmap: 'nmap', scan: { concurrency: 8, connectTimeoutMs: 1500 } });
       expect(parseCommandLine(['--server', 'http://s', '--key', 'k'], { STATE_DIRECTORY: '/var/lib/x:/var/lib/y' }).config!.stateDir).toBe('/var/lib/x');
+      // nmap's OS detection: on by default as root only; the command line over the file.
+      expect(parseCommandLine(['--server', 'http://s', '--key', 'k'], {}).config!.nmapOs).toBe(process.getuid?.() === 0);
+      expect(parseCommandLine(['--server', 'http://s', '--key', 'k', '--no-nmap-os'], {}).config!.nmapOs).toBe(false);
+      expect(parseCommandLine(['--server', 'http://s', '--key', 'k', '--nmap-os'], {}).config!.nmapOs).toBe(true);
+      writeFileSync(file, JSON.stringify({ server: 'https://a.example', key: 'k', nmapOs: false }));
+      expect(parseCommandLine(['--config', file], {}).config!.nmapOs).toBe(false);
+      expect(parseCommandLine(['--config', file, '--nmap-os'], {}).config!.nmapOs).toBe(true);
+      writeFileSync(file, JSON.stringify({ server: 'https://a.example', key: 'k', nmapOs: 'yes' }));
+      expect(() => parseCommandLine(['--config', file], {})).toThrow(/nmapOs/);
       expect(parseCommandLine(['--server', 'http://s'], { SURVEYOR_DAEMON_KEY: 'k2' }).config!.key).toBe('k2');
 
       writeFileSync(file, JSON.stringify({ server: 'https://a.example', key: 'k', networks: ['10.0.0.1/8'], extra: 1 }));

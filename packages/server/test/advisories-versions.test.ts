@@ -60,6 +60,11 @@ describe('compareVersions on what services report', () => {
     ['15.1(2)SY', '15.1(2)SY1a', 'IOS SY rebuild letter'],
     ['15.1(2)SY1', '15.1(2)SY1a', 'IOS rebuild letter after the rebuild'],
     ['15.1(2)SY1a', '15.1(2)SY2', 'IOS next rebuild after a letter'],
+    ['15.0(2)SE', '15.0(2a)SE', 'IOS interim build after the build it rebuilds'],
+    ['15.0(2a)SE', '15.0(2b)SE', 'IOS interim builds by letter'],
+    ['15.0(2a)SE', '15.0(3)SE', 'IOS interim build before the next build'],
+    ['15.0(2a)SE9', '15.0(2a)SE10', 'IOS rebuilds of an interim build'],
+    ['12.2(33)SXJ', '12.2(33a)SXJ', 'IOS interim build, another train'],
     ['12.2(54)SE', '12.2(55)SE', 'IOS build number'],
     ['15.2\\(4\\)m3', '15.2\\(4\\)m10', 'as escaped in a CPE formatted string'],
     // MySQL banners.

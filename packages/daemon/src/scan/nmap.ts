@@ -21,9 +21,11 @@ export interface NmapRun {
   scripts: readonly string[];
   family: 4 | 6;
   targets: string[];
+  /** OS detection (`-O --osscan-limit`; `--privileged` when not root: raw sockets by capability). */
+  os?: boolean;
 }
 
-/** The nmap command line: no DNS (`-n`), hosts taken as up (the daemon found them), connect scan, version detection, XML on stdout. */
+/** The nmap command line: no DNS (`-n`), hosts taken as up (the daemon found them), connect scan, version detection, OS detection when asked, XML on stdout. */
 export function nmapArgs(run: NmapRun): string[] {
   const ports = [...(run.tcpPorts.length ? [`T:${run.tcpPorts.join(',')}`] : []), ...(run.udpPorts.length ? [`U:${run.udpPorts.join(',')}`] : [])].join(',');
   const script = scriptExpression(run.scripts);
@@ -33,6 +35,7 @@ export function nmapArgs(run: NmapRun): string[] {
     '-sT',
     ...(run.udpPorts.length ? ['-sU'] : []),
     '-sV',
+    ...(run.os ? ['-O', '--osscan-limit', ...(process.getuid?.() === 0 ? [] : ['--privileged'])] : []),
     ...(run.family === 6 ? ['-6'] : []),
     '-T4',
     '--max-retries',

@@ -27,6 +27,8 @@ export interface ScanContext {
   config: DaemonConfig['scan'];
   /** The nmap executable when nmap is available, else null. */
   nmap: string | null;
+  /** Whether nmap also runs its OS detection (DaemonConfig.nmapOs). */
+  nmapOs?: boolean;
   log: Logger;
   signal: AbortSignal;
   /** Delivers one batch (retrying as needed); a rejection ends the scan. */
@@ -176,7 +178,7 @@ async function discover(targets: Targets, ctx: ScanContext): Promise<LiveHost[]>
 async function scanChunk(chunk: LiveHost[], tcpPorts: number[], udpPorts: number[], family: 4 | 6, job: Job, ctx: ScanContext): Promise<Required<Pick<Batch, 'ports' | 'services' | 'tls'>> & Pick<Batch, 'hosts'>> {
   let nmapHosts: NmapHost[] | undefined;
   if (ctx.nmap && job.target.nmap.enabled && tcpPorts.length + udpPorts.length > 0) {
-    const args = nmapArgs({ tcpPorts, udpPorts, scripts: job.target.nmap.scripts, family, targets: chunk.map((h) => h.address) });
+    const args = nmapArgs({ tcpPorts, udpPorts, scripts: job.target.nmap.scripts, family, targets: chunk.map((h) => h.address), os: ctx.nmapOs === true });
     try {
       ctx.log.debug('running nmap', { sessionId: job.sessionId, args });
       nmapHosts = parseNmapXml(await runNmap(ctx.nmap, args, ctx.signal));

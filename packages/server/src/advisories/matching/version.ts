@@ -126,6 +126,13 @@ function tokenise(version: string): { epoch: string; tokens: Token[] } {
 function tokensOf(s: string): Token[] {
   const cisco = CISCO_IOS.test(s);
   const tokens: Token[] = [];
+  // A Cisco interim build's letter (`15.0(2a)SE`) comes after the build it rebuilds and before the
+  // next: `15.0(2)SE < 15.0(2a)SE < 15.0(3)SE`, so a build without one holds an end token there.
+  const interim = cisco ? /^(\d+\.\d+\(\d+)([a-z]?)\)/.exec(s) : null;
+  if (interim) {
+    tokens.push(...tokensOf(interim[1]!.replace('(', '.')), interim[2] ? { kind: Kind.Post, value: interim[2] } : END);
+    s = s.slice(interim[0].length);
+  }
   for (const m of s.matchAll(/\d+|[a-z]+/g)) {
     const run = m[0];
     if (isDigitAt(run, 0)) {
