@@ -4,7 +4,7 @@ import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
 
-const { mode, seconds, concurrency, url, token, databaseUrl, schema, sql, parameters } = workerData;
+const { mode, seconds, concurrency, url, token, databaseUrl, schema, sql, parameters, rawValues } = workerData;
 let one;
 let pool;
 if (mode === 'api') {
@@ -22,7 +22,10 @@ if (mode === 'api') {
         .on('error', reject);
     });
 } else {
-  pool = new pg.Pool({ connectionString: databaseUrl, max: concurrency, options: `-c search_path=${schema}` });
+  // rawValues: every column as the text the server sent (no Date or array parsing in this thread),
+  // so the figure is the database's and the protocol's, whatever the columns' types.
+  const raw = rawValues ? { types: { getTypeParser: () => (v) => v } } : {};
+  pool = new pg.Pool({ connectionString: databaseUrl, max: concurrency, options: `-c search_path=${schema}`, ...raw });
   one = () => pool.query(sql, parameters);
 }
 let n = 0;

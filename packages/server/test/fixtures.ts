@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import { type EventKindName, eventKindInfo } from '@surveyor/contract';
 import type { DB } from '../src/db/schema.js';
+import { refreshHostSummaries } from '../src/inventory/host-summaries.js';
 
 /**
  * Inventory rows written straight into the tables, the way the daemon reconciliation (a later
@@ -30,6 +31,8 @@ export async function addHost(
   for (const [i, address] of (h.addresses ?? []).entries()) {
     await sql`insert into host_addresses (organisation_id, host_id, address, mac) values (${organisationId}, ${row.id}, ${address}::inet, ${h.macs?.[i] ?? null}::macaddr)`.execute(db);
   }
+  // As the writers do: what the host page shows of these rows, stored on the host.
+  await refreshHostSummaries(db, organisationId, [row.id]);
   return row.id;
 }
 
@@ -43,13 +46,13 @@ export async function addHosts(db: Kysely<DB>, organisationId: string, n: number
 }
 
 export async function addService(db: Kysely<DB>, organisationId: string, hostId: string, s: { port: number; protocol?: string; name?: string; product?: string; version?: string; cpe?: string }) {
-  return (
-    await db
-      .insertInto('services')
-      .values({ organisation_id: organisationId, host_id: hostId, port: s.port, protocol: s.protocol ?? 'tcp', name: s.name ?? null, product: s.product ?? null, version: s.version ?? null, cpe: s.cpe ?? null })
-      .returning('id')
-      .executeTakeFirstOrThrow()
-  ).id;
+  const { id } = await db
+    .insertInto('services')
+    .values({ organisation_id: organisationId, host_id: hostId, port: s.port, protocol: s.protocol ?? 'tcp', name: s.name ?? null, product: s.product ?? null, version: s.version ?? null, cpe: s.cpe ?? null })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await refreshHostSummaries(db, organisationId, [hostId]);
+  return id;
 }
 
 export async function addVulnerability(db: Kysely<DB>, organisationId: string, serviceId: string, hostId: string, v: { cveId: string; severity?: string; score?: number; state?: string }) {

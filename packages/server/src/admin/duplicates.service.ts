@@ -7,6 +7,7 @@ import * as ingestRepo from '../ingest/ingest.repo.js';
 import { markTopologiesStale } from '../topology/dependencies.js';
 import * as repo from './admin.repo.js';
 import * as dup from './duplicates.repo.js';
+import { refreshHostSummaries } from '../inventory/host-summaries.js';
 
 export interface HostMerge {
   organisationId: string;
@@ -102,6 +103,8 @@ async function apply(trx: Kysely<DB>, actor: Actor, organisationId: string, grou
     const wave = groups.filter((g) => g.mergedHostIds[i]).map((g) => ({ dup: g.mergedHostIds[i]!, surv: g.survivorId }));
     movedServices.push(...(await dup.mergeHosts(trx, organisationId, wave)));
   }
+  // The survivors' pages show the addresses, MACs and services they took over.
+  await refreshHostSummaries(trx, organisationId, groups.map((g) => g.survivorId));
   for (const g of groups) {
     for (const merged of g.mergedHostIds) {
       const s = summaries.get(merged);

@@ -185,6 +185,13 @@ export interface HostsTable {
   gone_at: NullableTimestamp;
   created_at: Created;
   updated_at: Timestamp;
+  // What the host page shows of the host's other rows, kept by inventory/host-summaries.ts (migration 0038).
+  /** Its addresses as host() text, in address order. */
+  addresses: TextArray;
+  /** The distinct MACs of its addresses and interfaces, as text, in text order. */
+  macs: TextArray;
+  /** Its services open and present. */
+  open_port_count: Generated<number>;
 }
 
 export interface HostAddressesTable {

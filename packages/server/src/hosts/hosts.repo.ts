@@ -66,7 +66,7 @@ export function reportedOnPorts(db: Db, o: string, hostId: string) {
         union select mac from host_addresses where organisation_id = ${o} and host_id = ${hostId} and mac is not null
       )
       select n.remote_port_id as port, n.host_id, r.hostname, r.fqdn, n.local_interface, n.protocol, n.last_seen_at, r.gone_at,
-        (select host(a.address) from host_addresses a where a.organisation_id = r.organisation_id and a.host_id = r.id order by a.address limit 1) as address
+        r.addresses[1] as address
       from host_neighbors n join hosts r on r.organisation_id = n.organisation_id and r.id = n.host_id
       where n.organisation_id = ${o} and n.host_id <> ${hostId}
         and (n.management_address in (select address from my_addresses)

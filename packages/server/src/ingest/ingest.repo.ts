@@ -213,13 +213,13 @@ export async function upsertAddresses(db: Db, organisationId: string, since: Dat
 export async function upsertInterfaces(db: Db, organisationId: string, since: Date, a: { hostId: string; name: string; mac: string | null }[]) {
   if (a.length === 0) return [];
   return rows(
-    sql<{ changed: boolean }>`
+    sql<{ host_id: string; changed: boolean }>`
       insert into host_interfaces (organisation_id, host_id, name, mac)
       select ${organisationId}, h, n, m::macaddr from unnest(${a.map((x) => x.hostId)}::uuid[], ${a.map((x) => x.name)}::text[], ${a.map((x) => x.mac)}::text[]) as v(h, n, m)
       on conflict (organisation_id, host_id, name) do update set mac = coalesce(excluded.mac, host_interfaces.mac), last_seen_at = now(),
         updated_at = case when excluded.mac is not null and excluded.mac is distinct from host_interfaces.mac then now() else host_interfaces.updated_at end
       where (excluded.mac is not null and excluded.mac is distinct from host_interfaces.mac) or host_interfaces.last_seen_at < ${since}
-      returning ${CHANGED}`,
+      returning host_id, ${CHANGED}`,
     db,
   );
 }
@@ -450,11 +450,11 @@ export async function advanceSession(db: Db, o: string, id: string, b: { final: 
 
 /**
  * A completed session marks absent what it no longer saw inside its CIDR (less its exclusions):
- * services of hosts with an address there, not seen since the session started.
+ * services of hosts with an address there, not seen since the session started. Returns them with their hosts.
  */
 export async function markAbsent(db: Db, o: string, session: { cidr: string; exclude_cidrs: string[]; since: Date; site_id: string | null }) {
-  const r = await rows(
-    sql<{ id: string }>`
+  return rows(
+    sql<{ id: string; host_id: string }>`
       update services s set gone_at = now(), updated_at = now()
       from hosts h
       where s.organisation_id = ${o} and s.gone_at is null and s.last_seen_at < ${session.since}
@@ -463,10 +463,9 @@ export async function markAbsent(db: Db, o: string, session: { cidr: string; exc
         and not exists (select 1 from unnest(${session.exclude_cidrs}::cidr[]) e where s.address <<= e)
         -- A Kubernetes service a cloud account still lists publishes its ports whether a scan reaches them or not.
         and not exists (select 1 from cloud_resources c where c.organisation_id = ${o} and c.host_id = s.host_id and c.kind = 'service' and c.gone_at is null)
-      returning s.id`,
+      returning s.id, s.host_id`,
     db,
   );
-  return r.map((x) => x.id);
 }
 
 /**

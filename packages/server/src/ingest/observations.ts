@@ -7,6 +7,7 @@ import type { DaemonPrincipal } from '../daemons/daemons.service.js';
 import { ownDaemon } from '../daemons/daemons.service.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
+import { refreshHostSummaries } from '../inventory/host-summaries.js';
 import { markTopologiesStale } from '../topology/dependencies.js';
 import { type Facts, rowsOf } from './facts.js';
 import { prepareFlows, storeFlows } from './flows.js';
@@ -103,7 +104,10 @@ async function advanceSession(trx: Transaction<DB>, org: string, daemonId: strin
   const state = await repo.advanceSession(trx, org, b.sessionId, { final: b.final, ...b.stats });
   const completedNow = session.state !== 'completed' && session.state !== 'failed' && state === 'completed';
   if (!completedNow) return { services: [], hosts: [] };
-  const services = await repo.markAbsent(trx, org, session);
+  const absent = await repo.markAbsent(trx, org, session);
+  const services = absent.map((s) => s.id);
+  // The hosts' open-port counts no longer count them.
+  await refreshHostSummaries(trx, org, absent.map((s) => s.host_id));
   const hosts = await repo.markHostsGone(trx, org, session);
   await repo.announceScanCompleted(trx, org, b.sessionId, { cidr: session.cidr, daemonId, goneServices: services.length, ...b.stats });
   await logChanges(trx, org, 'service', services, 'updated');

@@ -4,6 +4,7 @@ import { canonicalIp, parseCidr } from '@surveyor/contract';
 import type { DB } from '../db/schema.js';
 import { assessChain, trustFromDates } from './certificates.js';
 import { type Facts, mergeBy, orNull } from './facts.js';
+import { refreshHostSummaries } from '../inventory/host-summaries.js';
 import { resolveHosts } from './identity.js';
 import * as repo from './ingest.repo.js';
 
@@ -70,10 +71,14 @@ export async function reconcile(tx: Transaction<DB>, source: Source, facts: Fact
   const { hostOf, created } = await resolveHosts(tx, source, facts);
   const host: HostOf = (f) => hostOf.get(f)!;
   const hosts = await reconcileHosts(tx, source, facts, host, created);
+  const addresses = await reconcileAddresses(tx, source, facts, host);
+  const services = await reconcileServices(tx, source, facts, host);
+  // What a host page shows of the addresses, MACs and services just changed, stored on their hosts.
+  await refreshHostSummaries(tx, source.organisationId, [...addresses.summaryHostIds, ...services.changedHostIds]);
   const steps: Step[] = [
     hosts,
-    await reconcileAddresses(tx, source, facts, host),
-    await reconcileServices(tx, source, facts, host),
+    addresses,
+    services,
     await reconcileCertificates(tx, source, facts, host),
     await reconcileNeighbours(tx, source, facts, host),
     await reconcileVlans(tx, source, facts, host),
@@ -125,8 +130,11 @@ async function reconcileHosts(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf,
   return { ...step(f.hosts, (h) => host(h.fingerprint), changed), updated: updated.filter((h) => h.changed && !created.has(h.id)).map((h) => h.id) };
 }
 
-/** Addresses (with MACs) from every fact that names one, and interfaces; only address rows count as rows. */
-async function reconcileAddresses(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step> {
+/**
+ * Addresses (with MACs) from every fact that names one, and interfaces; only address rows count as
+ * rows. `summaryHostIds`: the hosts with an address or interface created or given a MAC.
+ */
+async function reconcileAddresses(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step & { summaryHostIds: string[] }> {
   const addresses = mergeBy(
     [
       ...f.addresses.map((x) => ({ hostId: host(x.fingerprint), address: x.address, mac: orNull(x.mac) })),
@@ -137,8 +145,8 @@ async function reconcileAddresses(tx: Kysely<DB>, s: Source, f: Facts, host: Hos
   );
   const changed = changedKeys(await repo.upsertAddresses(tx, s.organisationId, s.since, addresses), (r) => `${r.host_id}|${canonicalIp(r.address)}`);
   const interfaces = mergeBy(f.hosts.flatMap((h) => (h.interfaces ?? []).map((i) => ({ hostId: host(h.fingerprint), name: i.name, mac: orNull(i.mac) }))), (i) => `${i.hostId}|${i.name}`);
-  await repo.upsertInterfaces(tx, s.organisationId, s.since, interfaces);
-  return step(f.addresses, (x) => `${host(x.fingerprint)}|${x.address}`, changed);
+  const changedInterfaces = (await repo.upsertInterfaces(tx, s.organisationId, s.since, interfaces)).filter((r) => r.changed).map((r) => r.host_id);
+  return { ...step(f.addresses, (x) => `${host(x.fingerprint)}|${x.address}`, changed), summaryHostIds: [...[...changed].map((k) => k.split('|')[0]!), ...changedInterfaces] };
 }
 
 /** Ports (state, banner) and what runs on them, merged per (host, protocol, port). */

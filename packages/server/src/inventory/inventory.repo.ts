@@ -81,10 +81,10 @@ const prefixPattern = (prefix: string) => `${prefix.toLowerCase().replace(/[\\%_
 /** Whether the host (`hosts` of the outer query) matches a text search: the whole rule, for the walk over the page index. */
 function textMatch(s: Extract<HostSearch, { kind: 'text' }>) {
   const p = prefixPattern(s.prefix);
+  // The host's stored MACs and addresses (host-summaries.ts), read from the row the walk is on.
   const byValue = [
-    s.mac && sql`exists (select 1 from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id and a.mac between ${s.mac.from}::macaddr and ${s.mac.to}::macaddr)`,
-    s.mac && sql`exists (select 1 from host_interfaces i where i.organisation_id = hosts.organisation_id and i.host_id = hosts.id and i.mac between ${s.mac.from}::macaddr and ${s.mac.to}::macaddr)`,
-    s.cidr && sql`exists (select 1 from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id and a.address <<= ${s.cidr}::cidr)`,
+    s.mac && sql`exists (select 1 from unnest(hosts.macs) m where m::macaddr between ${s.mac.from}::macaddr and ${s.mac.to}::macaddr)`,
+    s.cidr && sql`exists (select 1 from unnest(hosts.addresses) a where a::inet <<= ${s.cidr}::cidr)`,
   ].filter((x) => !!x);
   return sql<boolean>`(lower(hostname) like ${p} or lower(fqdn) like ${p} or lower(vendor) like ${p} or lower(os) like ${p}${sql.join(byValue.map((x) => sql` or ${x}`), sql``)})`;
 }
@@ -120,12 +120,8 @@ export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
     .select([
       'id', 'seq', 'site_id', 'hostname', 'fqdn', 'vendor', 'os', 'device_type', 'parent_host_id',
       iso('first_seen_at'), iso('last_seen_at'), isoOrNull('gone_at'), iso('created_at'), iso('updated_at'),
-      sql<string[]>`array(select host(a.address) from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id order by a.address)`.as('addresses'),
-      sql<string[]>`array(select distinct m.mac::text from (
-          select mac from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id
-          union all select mac from host_interfaces i where i.organisation_id = hosts.organisation_id and i.host_id = hosts.id
-        ) m where m.mac is not null order by 1)`.as('macs'),
-      sql<number>`(select count(*)::int from services s where s.organisation_id = hosts.organisation_id and s.host_id = hosts.id and s.state = 'open' and s.gone_at is null)`.as('open_port_count'),
+      // Stored on the host by its writers (host-summaries.ts): no per-row work.
+      'addresses', 'macs', 'open_port_count',
     ]);
   if (f.siteId) q = q.where('site_id', '=', f.siteId);
   if (f.ids) q = q.where('id', 'in', [...f.ids]);

@@ -1,0 +1,52 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+
+// What a host page shows of a host's other rows (its addresses, its MACs, how many services it
+// has open) is stored on the host (migration 0038), so a page is one index range scan over `hosts`.
+// The writers of those rows call `refreshHostSummaries` in their transaction with the hosts whose
+// rows they changed: reconciliation (addresses, interfaces, services: the daemons' batches and the
+// cloud syncs), a completed scan's absence marking, and host merges. It is an explicit call rather
+// than a trigger because the writers already know which hosts changed (a rescan that changes
+// nothing refreshes nothing, where a trigger would see every last-seen refresh), and because
+// statement triggers with transition tables do not run on Citus-distributed tables (docs/citus.md).
+
+/** The stored columns, computed from scratch from the rows of host `h`. */
+const computedSummary = (h: string) => {
+  const host = sql.ref(h);
+  return {
+    addresses: sql<string[]>`array(select host(a.address) from host_addresses a where a.organisation_id = ${host}.organisation_id and a.host_id = ${host}.id order by a.address)`,
+    macs: sql<string[]>`array(select distinct m.mac::text from (
+        select mac from host_addresses a where a.organisation_id = ${host}.organisation_id and a.host_id = ${host}.id and a.mac is not null
+        union all select mac from host_interfaces i where i.organisation_id = ${host}.organisation_id and i.host_id = ${host}.id and i.mac is not null
+      ) m order by 1)`,
+    openPortCount: sql<number>`(select count(*)::int from services s where s.organisation_id = ${host}.organisation_id and s.host_id = ${host}.id and s.state = 'open' and s.gone_at is null)`,
+  };
+};
+
+/**
+ * Recomputes the stored page columns of these hosts of the organisation from their rows, in the
+ * caller's transaction: one statement for the whole set (absent ids are skipped, an unchanged host
+ * is not rewritten). Call it after the writes, with every host whose addresses, interface MACs or
+ * services changed (a host given needlessly costs one recomputation, nothing else).
+ */
+export async function refreshHostSummaries(db: Kysely<DB>, organisationId: string, hostIds: readonly string[]): Promise<void> {
+  if (hostIds.length === 0) return;
+  const ids = [...new Set(hostIds)].sort();
+  // Locked first, in id order, in a statement of its own: the update below then takes its
+  // snapshot after any other transaction refreshing the same hosts has committed, so it counts
+  // that transaction's rows too. (Within one statement a row lock waited for does not renew the
+  // subqueries' snapshot: the later writer would store a summary without the earlier one's rows.)
+  // NO KEY UPDATE, the lock the update takes anyway: a FOR UPDATE would also wait for the KEY SHARE
+  // locks that both batches' inserts of addresses and services hold on their hosts (foreign keys),
+  // each batch waiting for the other.
+  await sql`select 1 from hosts where organisation_id = ${organisationId} and id = any(${ids}::uuid[]) order by id for no key update`.execute(db);
+  const c = computedSummary('h');
+  await sql`
+    update hosts t set addresses = v.addresses, macs = v.macs, open_port_count = v.open_port_count
+    from (
+      select h.id, ${c.addresses} as addresses, ${c.macs} as macs, ${c.openPortCount} as open_port_count
+      from hosts h where h.organisation_id = ${organisationId} and h.id = any(${ids}::uuid[])
+    ) v
+    where t.organisation_id = ${organisationId} and t.id = v.id
+      and (t.addresses, t.macs, t.open_port_count) is distinct from (v.addresses, v.macs, v.open_port_count)`.execute(db);
+}
