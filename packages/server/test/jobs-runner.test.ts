@@ -238,12 +238,12 @@ if (TEST_DATABASE_URL) describe('two runners in separate PostgreSQL sessions on 
 describe('two started schedulers on one database run each slot of a job once (spec 1.1)', () => {
   it('ticks a 300 ms job in 10 consecutive slots with two runners: every slot once, none twice', async () => {
     const other = await secondHandle();
-    let calls = 0;
-    const job = { name: 'slots.two-runners', intervalMs: 300, run: async () => void calls++ };
+    const calls = { a: 0, b: 0 };
+    const jobOf = (who: 'a' | 'b') => ({ name: 'slots.two-runners', intervalMs: 300, run: async () => void calls[who]++ });
     const log = capturingLogger();
     // Both runners log to one place; each run's line names the slot it claimed.
-    const a = runnerOn(testDb.database, [job], { logger: log.logger });
-    const b = runnerOn(other.database, [job], { logger: log.logger });
+    const a = runnerOn(testDb.database, [jobOf('a')], { logger: log.logger });
+    const b = runnerOn(other.database, [jobOf('b')], { logger: log.logger });
     const ran = () => log.entries().filter((e) => e.msg === 'job ran').map((e) => e.slot as number);
     try {
       a.start();
@@ -257,13 +257,16 @@ describe('two started schedulers on one database run each slot of a job once (sp
     }
     // Before slots, each runner ran the job once per interval: about twice as many runs as slots.
     const slots = ran();
-    expect(calls).toBe(slots.length);
+    expect(calls.a + calls.b).toBe(slots.length);
     expect(new Set(slots).size).toBe(slots.length);
-    // In order, and none skipped but for one the machine may stall past (a tick is never made up later).
+    // In order, and none skipped but for the few a loaded machine may stall both processes past (a
+    // slot is 300 ms; a tick is never made up later): at most 3 of the ~14 slots spanned.
     expect([...slots].sort((x, y) => x - y)).toEqual(slots);
-    expect(slots.at(-1)! - slots[0]! + 1 - slots.length).toBeLessThanOrEqual(1);
-    // The other runner's timer fired in the same slots and skipped them, saying why.
-    expect(log.entries().filter((e) => e.msg === 'job tick skipped: another process ran this slot').length).toBeGreaterThan(0);
+    expect(slots.at(-1)! - slots[0]! + 1 - slots.length).toBeLessThanOrEqual(3);
+    // Both took part: the other runner's timer fired in the same slots and skipped them, saying
+    // why, or (on a machine stalling one of them) ran the slots the first one missed.
+    const skipped = log.entries().filter((e) => e.msg === 'job tick skipped: another process ran this slot').length;
+    expect(skipped + Math.min(calls.a, calls.b)).toBeGreaterThan(0);
   });
 
   it('lets a slot claimed from the future by a process whose clock ran ahead go after two intervals, so the job does not stop everywhere', async () => {
