@@ -162,6 +162,37 @@ describe('distroVerdict', () => {
 const distroFixture = (name: string) => JSON.parse(readFileSync(new URL(`./fixtures/advisories/distro/${name}`, import.meta.url), 'utf8'));
 const advisoryFixture = (name: string) => JSON.parse(readFileSync(new URL(`./fixtures/advisories/${name}`, import.meta.url), 'utf8'));
 
+describe('distroVerdict on the real records of each family', () => {
+  const adv = (file: string): DistroAdvisory => {
+    const r = recordsOf(distroFixture(file)).records[0]!;
+    return { id: r.id, cveId: r.cveId, aliases: r.aliases, affected: r.affected as OsvAffected[] };
+  };
+  const at = (family: 'debian' | 'ubuntu' | 'redhat' | 'alpine', release: string, pkg: string, version: string) => ({ family, release, packages: [pkg], version, marker: version });
+
+  it('Debian (DLA-3022-1, dpkg in Debian 9, CVE-2022-1664)', () => {
+    const dla = adv('osv-DLA-3022-1.json');
+    expect(dla.cveId).toBe('CVE-2022-1664');
+    expect(distroVerdict(at('debian', '9', 'dpkg', '1.18.25'), 'CVE-2022-1664', [dla])).toMatchObject({ verdict: 'affected', fixedIn: '1.18.26', ecosystem: 'Debian:9', advisoryId: 'DLA-3022-1' });
+    expect(distroVerdict(at('debian', '9', 'dpkg', '1.18.26'), 'CVE-2022-1664', [dla])).toMatchObject({ verdict: 'fixed', fixedIn: '1.18.26' });
+    expect(distroVerdict(at('debian', '10', 'dpkg', '1.18.26'), 'CVE-2022-1664', [dla]).verdict).toBe('unknown');
+  });
+  it('AlmaLinux (ALSA-2024:4312, openssh in AlmaLinux 9, CVE-2024-6387), in rpm\'s order', () => {
+    const alsa = adv('osv-ALSA-2024-4312.json');
+    expect(alsa).toMatchObject({ id: 'ALSA-2024:4312', cveId: 'CVE-2024-6387' });
+    expect(distroVerdict(at('redhat', '9', 'openssh', '8.7p1-38.el9'), 'CVE-2024-6387', [alsa])).toMatchObject({ verdict: 'affected', fixedIn: '8.7p1-38.el9_4.1', distribution: 'Red Hat Enterprise Linux 9' });
+    expect(distroVerdict(at('redhat', '9', 'openssh', '8.7p1-38.el9_4.1'), 'CVE-2024-6387', [alsa])).toMatchObject({ verdict: 'fixed', advisoryId: 'ALSA-2024:4312' });
+    expect(distroVerdict(at('redhat', '9', 'openssh', '8.7p1-38.el9_4.3'), 'CVE-2024-6387', [alsa]).verdict).toBe('fixed');
+  });
+  it('Alpine (ALPINE-CVE-2025-26519, musl, one fix per release), in apk\'s order', () => {
+    const alpine = adv('osv-ALPINE-CVE-2025-26519.json');
+    expect(alpine.cveId).toBe('CVE-2025-26519');
+    expect(distroVerdict(at('alpine', '3.19', 'musl', '1.2.4_git20230717-r4'), 'CVE-2025-26519', [alpine])).toMatchObject({ verdict: 'affected', fixedIn: '1.2.4_git20230717-r5' });
+    expect(distroVerdict(at('alpine', '3.19', 'musl', '1.2.4_git20230717-r5'), 'CVE-2025-26519', [alpine]).verdict).toBe('fixed');
+    expect(distroVerdict(at('alpine', '3.21', 'musl', '1.2.5-r8'), 'CVE-2025-26519', [alpine])).toMatchObject({ verdict: 'affected', fixedIn: '1.2.5-r9' });
+    expect(distroVerdict(at('alpine', '3.21', 'musl', '1.2.5-r9'), 'CVE-2025-26519', [alpine]).verdict).toBe('fixed');
+  });
+});
+
 describe('backport-aware matching, end to end', () => {
   let t: TestApp;
   let admin: { cookie: string; csrfToken: string };
