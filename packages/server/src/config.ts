@@ -45,6 +45,15 @@ export const ConfigSchema = z
     SERVICE_JOBS_TIME_SCALE: int(1, 3600).default(1).describe('Divides every job interval and retry wait (60: an hour of schedule in a minute). For tests and demonstrations; 1 in production.'),
     SERVICE_SSE_HEARTBEAT_SECONDS: int(1, 300).default(15).describe('Interval of the comment line on GET /api/sse that keeps idle connections open through proxies.'),
     SERVICE_SSE_MAX_BUFFER_BYTES: int(4096, 64 * 1024 * 1024).default(1024 * 1024).describe('Unread bytes an SSE client may fall behind before it is sent `event: overflow` and closed (it reconnects and resumes).'),
+    SERVICE_CHANGE_LOG_RETENTION_DAYS: int(1, 3650)
+      .default(7)
+      .describe('Days the change log (the rows behind GET /api/sse) is kept; job events.prune deletes older rows. At least 1: a stream resumes with Last-Event-ID from the last 24 hours.'),
+    SERVICE_EVENTS_RETENTION_DAYS: int(1, 3650)
+      .default(90)
+      .describe('Days events (the event log, GET /api/v1/admin/events) are kept; an event stays while a delivery of it is kept (pending, or within SERVICE_DELIVERIES_RETENTION_DAYS).'),
+    SERVICE_DELIVERIES_RETENTION_DAYS: int(1, 3650)
+      .default(30)
+      .describe('Days a delivered or dead alert delivery (with its attempts) is kept after its last attempt; a pending one is kept until it is delivered or dead.'),
     SERVICE_NOTIFY_PRIVATE_TARGETS: z
       .enum(['allow', 'deny'])
       .default('allow')
@@ -117,6 +126,7 @@ export const ConfigSchema = z
     daemon: { heartbeatSeconds: e.SERVICE_DAEMON_HEARTBEAT_SECONDS, pollTimeoutSeconds: e.SERVICE_DAEMON_POLL_TIMEOUT_SECONDS },
     jobs: { scanStallSeconds: e.SERVICE_SCAN_STALL_SECONDS, shutdownSeconds: e.SERVICE_JOBS_SHUTDOWN_SECONDS, timeScale: e.SERVICE_JOBS_TIME_SCALE },
     sse: { heartbeatMs: e.SERVICE_SSE_HEARTBEAT_SECONDS * 1000, maxBufferBytes: e.SERVICE_SSE_MAX_BUFFER_BYTES },
+    retention: { changeLogDays: e.SERVICE_CHANGE_LOG_RETENTION_DAYS, eventsDays: e.SERVICE_EVENTS_RETENTION_DAYS, deliveriesDays: e.SERVICE_DELIVERIES_RETENTION_DAYS },
     advisoryFeed: e.SERVICE_ADVISORY_FEED_URL
       ? {
           url: e.SERVICE_ADVISORY_FEED_URL,

@@ -15,7 +15,7 @@ import { TEST_DATABASE_URL, type TestDatabase, createTestDatabase } from './help
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const bin = path.join(root, 'packages/server/bin/surveyor.js');
-const JOBS = ['scan.schedule', 'scan.stall', 'notify.deliver', 'cloud.k8s', 'cve.match', 'cloud.sync', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot'];
+const JOBS = ['scan.schedule', 'scan.stall', 'notify.deliver', 'cloud.k8s', 'cve.match', 'cloud.sync', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot', 'events.prune'];
 
 /** Where a process under test keeps its database: a schema of the test PostgreSQL, or a fresh embedded data folder. */
 function databaseEnv(schema: string | undefined, dataDir: string): Record<string, string> {
@@ -37,7 +37,7 @@ describe('where the scheduler runs (spec 1.1 rule 2)', () => {
     await testDb?.drop();
   });
 
-  it('serve runs the nine jobs by default, each ticking on its own shortly after start, and stops them on close', async () => {
+  it('serve runs every job by default, each ticking on its own shortly after start, and stops them on close', async () => {
     const config = loadConfig({ ...databaseEnv(testDb?.schema, path.join(dataDir, 'a')), SERVICE_PORT: '0', SERVICE_LOG_LEVEL: 'silent' });
     const server = await startServer(config, createLogger('silent'), () => {});
     try {

@@ -23,8 +23,8 @@ import {
 // heartbeat 91 s ago") are set with SQL. Everything else goes through HTTP as a daemon, an
 // operator or an administrator would.
 
-/** Every job of this build (spec 1.1 lists nine once cloud and advisories land). */
-const JOB_NAMES = ['scan.schedule', 'scan.stall', 'notify.deliver', 'cloud.k8s', 'cve.match', 'cloud.sync', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot'];
+/** Every job of this build: the nine of spec 1.1, and events.prune (retention, issue 30). */
+const JOB_NAMES = ['scan.schedule', 'scan.stall', 'notify.deliver', 'cloud.k8s', 'cve.match', 'cloud.sync', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot', 'events.prune'];
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

@@ -6,6 +6,9 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import * as admin from '../src/admin/admin.service.js';
 import { loadConfig } from '../src/config.js';
+import { announceJobRun } from '../src/events/changes.js';
+import { eventsPrune } from '../src/events/prune.job.js';
+import { createLogger } from '../src/logger.js';
 import { markQuietDaemonsOffline } from '../src/daemons/daemons.repo.js';
 import { openDatabase } from '../src/db/database.js';
 import { type SeededOrg, TEST_DATABASE_URL, type TestApp, type TestDatabase, bearer, buildTestApp, createTestDatabase, login, seedMemberWithKey, seedOrg } from './helpers.js';
@@ -588,6 +591,44 @@ describe('GET /api/sse: live changes (decisions.md "Events and alerts")', () => 
     await waitFor('the replay', () => [...range(recent), ...range(live)].every((id) => raw.text.includes(`id: ${id}\n`)));
     expect(raw.frames().some((f) => f.event === 'reset')).toBe(false);
     expect(raw.frames().filter((f) => f.id).map((f) => Number(f.id))).toEqual([...range(recent), ...range(live)]);
+  });
+
+  it('sends `event: reset` when changes after Last-Event-ID were pruned (events.prune), though what is left is recent; a resume from the last pruned id on replays', async () => {
+    const c = await orgWithSession(s);
+    const old = await s.writer.changes(c.org.organisationId, 3, { hoursAgo: 24 * 8 });
+    const recent = await s.writer.changes(c.org.organisationId, 2);
+    const job = eventsPrune(loadConfig({}).retention);
+    await job.run({ db: s.t.database.db, logger: createLogger('silent'), now: () => new Date(), signal: new AbortController().signal });
+    const left = await s.writer.query<{ id: string }>('select id from change_log where organisation_id = $1 order by id', [c.org.organisationId]);
+    expect(left.map((r) => Number(r.id))).toEqual(range(recent));
+    // Resuming from before the pruned changes: the first change left is recent, but three are gone.
+    const gap = await RawStream.open(`${s.base}/api/sse`, { cookie: c.cookie, 'last-event-id': String(old[0]!.id) });
+    await waitFor('the reset', () => gap.frames().some((f) => f.event === 'reset'));
+    expect(gap.frames().filter((f) => f.id)).toEqual([]);
+    // From the last pruned change on, nothing was missed.
+    const whole = await RawStream.open(`${s.base}/api/sse`, { cookie: c.cookie, 'last-event-id': String(old[2]!.id) });
+    await waitFor('the replay', () => range(recent).every((id) => whole.text.includes(`id: ${id}\n`)));
+    expect(whole.frames().some((f) => f.event === 'reset')).toBe(false);
+  });
+
+  it("carries a job run's start and end live, without an id (not stored, not replayed), to every stream of its scope; another schema's runs are not sent", async () => {
+    const c = await orgWithSession(s);
+    const other = await orgWithSession(s);
+    const mine = await RawStream.open(`${s.base}/api/sse`, { cookie: c.cookie });
+    const theirs = await RawStream.open(`${s.base}/api/sse`, { cookie: other.cookie });
+    await waitFor('both streams', () => mine.text.includes(': connected') && theirs.text.includes(': connected'));
+    const at = new Date();
+    await announceJobRun(s.t.database.db, 'scan.schedule', null, 'started', at);
+    await announceJobRun(s.t.database.db, 'cve.match', c.org.organisationId, 'finished', at);
+    await s.writer.query(`select pg_notify('surveyor_changes', 'job another_schema * scan.stall started ${at.toISOString()}')`);
+    const jobFrames = (r: RawStream) => r.frames().filter((f) => f.event?.startsWith('job.'));
+    await waitFor('the notices', () => jobFrames(mine).length >= 2 && jobFrames(theirs).length >= 1);
+    await sleep(300); // anything misrouted would have arrived by now
+    const frame = (job: string, action: string) => ({ event: `job.${action}`, data: JSON.stringify({ type: 'job', id: job, action, at: at.toISOString() }), comments: [] });
+    expect(jobFrames(mine)).toEqual([frame('scan.schedule', 'started'), frame('cve.match', 'finished')]);
+    expect(jobFrames(theirs)).toEqual([frame('scan.schedule', 'started')]);
+    const stored = await s.writer.query<{ n: number }>("select count(*)::int as n from change_log where organisation_id = $1 and entity_type = 'job'", [c.org.organisationId]);
+    expect(stored[0]!.n).toBe(0);
   });
 
   it('an EventSource the server drops reconnects by itself with Last-Event-ID and misses nothing, repeats nothing', async () => {

@@ -10,7 +10,8 @@ export const eventRoutes = {
     summary: 'Live stream of the organisation\'s inventory changes (Server-Sent Events)',
     description:
       'Each change of the change log as `id: <change id>`, `event: <type>.<action>`, `data: {"type","id","action","at"}`; a comment line every 15 s. ' +
-      '`Last-Event-ID` (or `?lastEventId=`) resumes from the change log of the last 24 hours; older, the stream starts with `event: reset` (reload). ' +
+      '`Last-Event-ID` (or `?lastEventId=`) resumes from the change log of the last 24 hours; older, or past changes since pruned (SERVICE_CHANGE_LOG_RETENTION_DAYS), the stream starts with `event: reset` (reload). ' +
+      'A job run\'s `job.started`, and its `job.finished` when no status changed, come without `id:`: they are not stored, so not replayed. ' +
       'A client that does not read is sent `event: overflow` and closed. Proxies must not buffer it (`X-Accel-Buffering: no` is sent).',
     tags: ['events'],
     internal: true,

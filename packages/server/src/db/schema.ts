@@ -590,6 +590,13 @@ export interface ChangeLogTable {
   at: Created;
 }
 
+/** The largest change-log id events.prune deleted per organisation (migration 0037): a resume from below it is a gap. */
+export interface ChangeLogPrunedTable {
+  organisation_id: string;
+  through_id: number;
+  pruned_at: Timestamp;
+}
+
 export interface FlowsTable {
   organisation_id: string;
   bucket_start: Timestamp;
@@ -822,6 +829,7 @@ export interface DB {
   users: UsersTable;
   memberships: MembershipsTable;
   scim_users: ScimUsersTable;
+  change_log_pruned: ChangeLogPrunedTable;
   scim_groups: ScimGroupsTable;
   scim_group_members: ScimGroupMembersTable;
   scim_role_mappings: ScimRoleMappingsTable;

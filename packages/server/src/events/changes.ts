@@ -28,3 +28,37 @@ export function changeSelect(type: ChangeType, action: ChangeAction, e: { from: 
   return sql`insert into change_log (organisation_id, entity_type, entity_id, action)
     select ${e.organisationId ?? sql`organisation_id`}, ${type}, ${e.id ?? sql`id`}, ${action} from ${e.from}${e.where ? sql` where ${e.where}` : sql``}`;
 }
+
+/** The channel the change log's trigger notifies on (migration 0011): `<organisation> <first id> <last id>`. */
+export const CHANGES_CHANNEL = 'surveyor_changes';
+
+/** A job run's start or end as the live streams get it without a stored row (see announceJobRun). */
+export interface JobRunNotice {
+  /** The schema of the service that ran it: a database may hold several (tests, benchmarks). */
+  schema: string;
+  /** Null: every organisation (a run of the job as a whole). */
+  organisationId: string | null;
+  job: string;
+  action: 'started' | 'finished' | 'failed';
+  at: string;
+}
+
+/**
+ * Tells the live streams that a run of `job` started or ended, without storing it (issue 30): a
+ * healthy job's every tick used to write a change row per organisation (millions a day), while
+ * all a stream needs is to refresh Settings → Jobs now. Streams open at the time get it, with no
+ * `id:` (not replayable, so it leaves a stream's resume point alone). A change of a job's state
+ * (first run, failure, recovery) is stored as a change row instead (the runner's logTransitions).
+ * Payload: `job <schema> <organisation|*> <job> <action> <at>`.
+ */
+export async function announceJobRun(db: Kysely<DB>, job: string, organisationId: string | null, action: JobRunNotice['action'], at: Date): Promise<void> {
+  await sql`select pg_notify(${CHANGES_CHANNEL}, concat_ws(' ', 'job', current_schema(), ${organisationId ?? '*'}::text, ${job}::text, ${action}::text, ${at.toISOString()}::text))`.execute(db);
+}
+
+/** The notice in a payload of CHANGES_CHANNEL, or null when it is not one. */
+export function parseJobRun(payload: string): JobRunNotice | null {
+  const [kind, schema, org, job, action, at, ...rest] = payload.split(' ');
+  if (kind !== 'job' || !schema || !org || !job || !at || rest.length > 0) return null;
+  if (action !== 'started' && action !== 'finished' && action !== 'failed') return null;
+  return { schema, organisationId: org === '*' ? null : org, job, action, at };
+}

@@ -1,4 +1,5 @@
 import type { Module } from '../module.js';
+import { eventsPrune } from './prune.job.js';
 import { ChangeStreams } from './sse.js';
 import { registerSseRoutes } from './sse.routes.js';
 
@@ -9,7 +10,10 @@ declare module 'fastify' {
   }
 }
 
-/** The live change stream, GET /api/sse (spec 4.9). Events themselves are written through emit.ts. */
+/**
+ * The live change stream, GET /api/sse (spec 4.9), and the retention of the change log, events
+ * and deliveries (events.prune). Events themselves are written through emit.ts.
+ */
 export const eventsModule: Module = {
   name: 'events',
   routes(app, { database, logger, config }) {
@@ -18,4 +22,5 @@ export const eventsModule: Module = {
     app.addHook('preClose', async () => streams.stop()); // end the streams so close does not wait for them
     registerSseRoutes(app, { streams });
   },
+  jobs: ({ config }) => [eventsPrune(config.retention)],
 };

@@ -4,16 +4,16 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/database.js';
 import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
+import { CHANGES_CHANNEL, type JobRunNotice, parseJobRun } from './changes.js';
 
-/** The channel the change log's trigger notifies on (migration 0011): `<organisation> <first id> <last id>`. */
-export const CHANGES_CHANNEL = 'surveyor_changes';
+export { CHANGES_CHANNEL };
 
 export interface SseOptions {
   /** Comment line interval (decisions.md: 15 s). */
   heartbeatMs: number;
   /** Bytes a client may leave unread before it is dropped. */
   maxBufferBytes: number;
-  /** How far back `Last-Event-ID` can resume. */
+  /** How far back `Last-Event-ID` can resume (SERVICE_CHANGE_LOG_RETENTION_DAYS is at least a day, so the window is always kept). */
   resumeWindowHours: number;
   /** Most changes replayed on resume; more, and the client is told to reload. */
   maxReplay: number;
@@ -32,6 +32,11 @@ interface ChangeRow {
 /** decisions.md: `id: <monotonic id>`, `event: <type>.<action>`, `data: {"type","id","action","at"}`. */
 function frame(r: ChangeRow): string {
   return `id: ${r.id}\nevent: ${r.entity_type}.${r.action}\ndata: ${JSON.stringify({ type: r.entity_type, id: r.entity_id, action: r.action, at: r.at })}\n\n`;
+}
+
+/** A job run's start or end, live only: the same event and data, without `id:` (it is not stored, so not replayable). */
+function jobFrame(n: JobRunNotice): string {
+  return `event: job.${n.action}\ndata: ${JSON.stringify({ type: 'job', id: n.job, action: n.action, at: n.at })}\n\n`;
 }
 
 interface Stream {
@@ -82,6 +87,8 @@ export class ChangeStreams {
   private unsubscribe: (() => Promise<void>) | null = null;
   private starting: Promise<void> | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
+  /** The schema this service's tables are in: a job notice from another schema of the database is not ours. */
+  private schema: string | null = null;
   private stopped = false;
   readonly options: SseOptions;
 
@@ -111,6 +118,7 @@ export class ChangeStreams {
    */
   start(): Promise<void> {
     this.starting ??= (async () => {
+      this.schema = (await sql<{ s: string }>`select current_schema() as s`.execute(this.db)).rows[0]?.s ?? null;
       this.unsubscribe = await this.database.listen(CHANGES_CHANNEL, (payload) => this.notified(payload));
       this.heartbeat = setInterval(() => this.beat(), this.options.heartbeatMs);
       this.heartbeat.unref();
@@ -128,9 +136,32 @@ export class ChangeStreams {
       for (const org of this.byOrg.keys()) this.enqueue(org, () => this.readAfter(org, this.recent.get(org)?.max ?? 0), true);
       return;
     }
+    const job = parseJobRun(payload);
+    if (job) return this.jobRun(job);
     const [org, lo, hi] = payload.split(' ');
     if (!org || !this.byOrg.has(org)) return;
     this.enqueue(org, () => this.readRange(org, Number(lo), Number(hi)));
+  }
+
+  /**
+   * A job run's notice goes to every stream of its organisation (every stream here, for a run of
+   * the job as a whole) after what is queued for it, so it never overtakes a stored change. A
+   * stream replaying a resume skips it: it is not stored, and the resume is brief.
+   */
+  private jobRun(n: JobRunNotice): void {
+    if (n.schema !== this.schema) return;
+    const text = jobFrame(n);
+    for (const org of n.organisationId === null ? [...this.byOrg.keys()] : this.byOrg.has(n.organisationId) ? [n.organisationId] : []) {
+      const next = (this.chains.get(org) ?? Promise.resolve())
+        .then(() => {
+          for (const s of this.byOrg.get(org) ?? []) if (!s.held) this.write(s, text);
+        })
+        .catch((err) => this.logger.warn({ err, organisationId: org }, 'change stream job notice failed'));
+      this.chains.set(org, next);
+      void next.finally(() => {
+        if (this.chains.get(org) === next) this.chains.delete(org);
+      });
+    }
   }
 
   private enqueue(org: string, read: () => Promise<ChangeRow[]>, catchUp = false): void {
@@ -245,7 +276,9 @@ export class ChangeStreams {
   /**
    * Serves one stream on `res` (already answered 200 with the event-stream headers by the caller)
    * until the client leaves or the process stops. With `lastEventId`, first replays the change log
-   * after it (within the resume window); when that is not possible in full, sends `event: reset`.
+   * after it (within the resume window); when that is not possible in full (a change after it is
+   * older than the window, or was pruned: events.prune keeps the largest id it deleted), sends
+   * `event: reset`.
    */
   async open(organisationId: string, sessionId: string, res: ServerResponse, lastEventId: number | null): Promise<void> {
     if (this.stopped) {
@@ -268,10 +301,13 @@ export class ChangeStreams {
     res.write(`retry: 3000\n: connected\n\n`);
     if (lastEventId === null) return;
     try {
-      const first = await sql<{ id: number; old: boolean }>`
-        select id, at <= now() - make_interval(hours => ${this.options.resumeWindowHours}) as old from change_log
-        where organisation_id = ${organisationId} and id > ${lastEventId} order by id limit 1`.execute(this.db);
-      const rows = first.rows[0]?.old ? null : await this.readAfter(organisationId, lastEventId);
+      const gap = await sql<{ old: boolean | null; pruned: string | null }>`
+        select (select at <= now() - make_interval(hours => ${this.options.resumeWindowHours}) from change_log
+                where organisation_id = ${organisationId} and id > ${lastEventId} order by id limit 1) as old,
+               (select through_id from change_log_pruned where organisation_id = ${organisationId}) as pruned`.execute(this.db);
+      const g = gap.rows[0];
+      const missed = g?.old === true || (g?.pruned != null && lastEventId < Number(g.pruned));
+      const rows = missed ? null : await this.readAfter(organisationId, lastEventId);
       const live = s.held ?? [];
       s.held = null;
       if (!rows || rows.length > this.options.maxReplay) {

@@ -4,6 +4,7 @@ import { ZodError } from 'zod';
 import type { Database } from '../db/database.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
+import { announceJobRun } from '../events/changes.js';
 import * as status from './status.repo.js';
 
 /** What a job reports for one organisation it worked on. */
@@ -148,18 +149,33 @@ const realSleep = (ms: number, signal: AbortSignal) =>
   });
 
 /**
- * The change stream's entries for a run's end: `finished` or `failed` for whoever its start was
- * logged to (one organisation, or every one), and `failed` for each organisation whose own part
- * failed in a run that did not fail as a whole.
+ * The change stream's stored entries for a run's end (issue 30): only where a status Settings →
+ * Jobs shows changed, since the stream is replayed on resume and kept for days. The job as a whole
+ * (a scheduled run) going from no run, or from the other outcome, to `ok` (`finished`) or
+ * `failed`: to every organisation. An organisation's own row doing so: to that organisation (not
+ * again when the job as a whole said the same to everyone). A healthy job ticking writes nothing
+ * here; each run's start and end reach the live streams through announceJobRun instead. Returns
+ * whether the end was stored for everyone the run's notice would reach.
  */
-async function logEnd(db: Kysely<DB>, job: string, scope: string | null, failed: boolean, organisations: Map<string, OrganisationOutcome> | undefined): Promise<void> {
-  if (scope !== null) {
-    const own = organisations?.get(scope);
-    await status.logJobChange(db, job, scope, failed || own?.ok === false ? 'failed' : 'finished');
-    return;
+async function logTransitions(
+  db: Kysely<DB>,
+  job: string,
+  before: Map<string | null, 'ok' | 'failed'>,
+  run: { scope: string | null; failed: boolean; organisations: Map<string, OrganisationOutcome> | undefined },
+): Promise<boolean> {
+  const action = (failed: boolean) => (failed ? 'failed' : 'finished');
+  let whole: 'finished' | 'failed' | null = null;
+  if (run.scope === null && before.get(null) !== (run.failed ? 'failed' : 'ok')) {
+    whole = action(run.failed);
+    await status.logJobChange(db, job, null, whole);
   }
-  await status.logJobChange(db, job, null, failed ? 'failed' : 'finished');
-  if (!failed) for (const [organisationId, o] of organisations ?? []) if (!o.ok) await status.logJobChange(db, job, organisationId, 'failed');
+  let own = false;
+  for (const [organisationId, o] of run.organisations ?? []) {
+    if (before.get(organisationId) === (o.ok ? 'ok' : 'failed') || action(!o.ok) === whole) continue;
+    await status.logJobChange(db, job, organisationId, action(!o.ok));
+    if (organisationId === run.scope) own = true;
+  }
+  return run.scope === null ? whole !== null : own;
 }
 
 /**
@@ -317,7 +333,7 @@ export class JobRunner {
       // The start is on record before any work: a run killed mid-way shows as interrupted.
       const scope = run.organisationId ?? null;
       await status.recordStart(database.db, job.name, scope, started);
-      await status.logJobChange(database.db, job.name, scope, 'started').catch((err) => logger.warn({ err, job: job.name }, 'could not log the job start'));
+      await announceJobRun(database.db, job.name, scope, 'started', started).catch((err) => logger.warn({ err, job: job.name }, 'could not announce the job start'));
       const t0 = performance.now();
       let attempts = 0;
       let failed = false;
@@ -355,7 +371,14 @@ export class JobRunner {
       for (const [organisationId, o] of organisations ?? []) {
         await status.record(database.db, { job: job.name, organisationId, at: started, durationMs, outcome: o.ok ? 'ok' : 'failed', error: o.error, attempts, detail: { ...(o.detail ?? {}), ...trigger } });
       }
-      await logEnd(database.db, job.name, scope, failed, organisations).catch((err) => logger.warn({ err, job: job.name }, 'could not log the job end'));
+      const stored = await logTransitions(database.db, job.name, before, { scope, failed, organisations }).catch((err) => {
+        logger.warn({ err, job: job.name }, 'could not log the job end');
+        return false;
+      });
+      if (!stored) {
+        const own = scope === null ? undefined : organisations?.get(scope);
+        await announceJobRun(database.db, job.name, scope, failed || own?.ok === false ? 'failed' : 'finished', this.now()).catch((err) => logger.warn({ err, job: job.name }, 'could not announce the job end'));
+      }
       await status
         .announceFailures(database.db, job.name, before, { failed: failed && !run.organisationId, error, attempts, organisations })
         .catch((err) => logger.warn({ err, job: job.name }, 'could not record job.failed events'));

@@ -60,11 +60,12 @@ export async function record(db: Kysely<DB>, e: StatusEntry): Promise<void> {
 }
 
 /**
- * The change stream's entries for a job (entity `job`, id its name): `started`, `finished` or
- * `failed`, for one organisation, or (null) for every organisation (the job as a whole), in one
- * statement.
+ * A stored change-stream entry for a job (entity `job`, id its name), `finished` or `failed`, for
+ * one organisation, or (null) for every organisation (the job as a whole), in one statement. The
+ * runner writes one only when a status changes (its logTransitions): for every organisation it is
+ * one row each.
  */
-export async function logJobChange(db: Kysely<DB>, job: string, organisationId: string | null, action: 'started' | 'finished' | 'failed'): Promise<void> {
+export async function logJobChange(db: Kysely<DB>, job: string, organisationId: string | null, action: 'finished' | 'failed'): Promise<void> {
   await sql`
     insert into change_log (organisation_id, entity_type, entity_id, action)
     select id, 'job', ${job}, ${action} from organisations where ${organisationId === null ? sql`true` : sql`id = ${organisationId}`}`.execute(db);
