@@ -1,18 +1,29 @@
 // Flow senders for bench/ingest.mjs, in their own thread so the client's work is not charged to
 // the web process being measured (a daemon is another machine). Both modes prepare their payloads
 // first, then time sending them: `api` posts JSON bodies, one sequential stream per daemon, all
-// daemons at once; `copy` runs COPY of the same rows over as many connections.
+// daemons at once; `copy` runs COPY of the same rows over as many connections, into `table`
+// (default `flows`; bench/flow-storage.mjs also copies into a table without indexes).
 import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
 import copyStreams from 'pg-copy-streams';
 
-const { mode, flows, batch, hosts, day, port, daemons, databaseUrl, schema, baseOrg, baselineDaemon } = workerData;
+const { mode, flows, batch, hosts, day, port, daemons, databaseUrl, schema, baseOrg, baselineDaemon, table = 'flows', shape = 'spread' } = workerData;
 const PORTS = [22, 25, 53, 80, 110, 143, 443, 3306, 5432, 8080];
 const addr = (i) => `10.20.${i >> 8}.${i & 255}`;
+// `spread` (the default): every record its own conversation and minute, over the day before `day`.
+// `recurring` (bench/flow-storage.mjs): each daemon's batch is one minute of its own `batch`
+// conversations, the same ones every minute, as a sensor sees long-lived traffic.
 const rows = (from, to) => {
   const f = [];
+  const k = Math.floor(from / batch);
   for (let i = from; i < to; i++) {
+    if (shape === 'recurring') {
+      const c = (i % batch) + (k % daemons.length) * batch;
+      const minute = Math.floor(k / daemons.length);
+      f.push({ bucketStart: new Date(day - minute * 60_000).toISOString(), srcIp: `10.30.${(c >> 8) & 255}.${c & 255}`, dstIp: addr(c % hosts), dstPort: PORTS[c % PORTS.length], protocol: 'tcp', packets: 1 + (i % 50), bytes: 100 + (i % 9000), source: 'ebpf' });
+      continue;
+    }
     f.push({ bucketStart: new Date(day - (i % 1440) * 60_000).toISOString(), srcIp: `10.30.${(i >> 8) & 255}.${i & 255}`, dstIp: addr(i % hosts), dstPort: PORTS[i % PORTS.length], protocol: 'tcp', packets: 1 + (i % 50), bytes: 100 + (i % 9000), source: 'ebpf' });
   }
   return f;
@@ -65,7 +76,7 @@ if (mode === 'api') {
   await Promise.all(
     clients.map(async (c, k) => {
       for (const text of shares[k]) {
-        const stream = c.query(copyStreams.from('copy flows (organisation_id, bucket_start, daemon_id, src_ip, dst_ip, dst_port, protocol, packets, bytes, source) from stdin'));
+        const stream = c.query(copyStreams.from(`copy ${table} (organisation_id, bucket_start, daemon_id, src_ip, dst_ip, dst_port, protocol, packets, bytes, source) from stdin`));
         await new Promise((resolve, reject) => {
           stream.on('finish', resolve);
           stream.on('error', reject);

@@ -84,6 +84,9 @@ const out = [
 ];
 console.log(out.join('\n'));
 const doc = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
-const previous = readFileSync(doc, 'utf8').split('\n## Host topology (issue 4)')[0].trimEnd();
-writeFileSync(doc, `${previous}\n\n${out.join('\n')}\n`);
+// Only this section is replaced (others follow it and are edited by other benches and people).
+const text = readFileSync(doc, 'utf8');
+const start = text.indexOf('\n## Host topology (issue 4)');
+const next = start < 0 ? -1 : text.indexOf('\n## ', start + 1);
+writeFileSync(doc, start < 0 ? `${text.trimEnd()}\n\n${out.join('\n')}\n` : `${text.slice(0, start)}\n${out.join('\n')}\n${next < 0 ? '' : text.slice(next)}`);
 await database.close();
