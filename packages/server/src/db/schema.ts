@@ -799,6 +799,7 @@ export interface DB {
   scan_sessions: ScanSessionsTable;
   daemon_jobs: DaemonJobsTable;
   change_log: ChangeLogTable;
+  change_log_pruned: ChangeLogPrunedTable;
   sites: SitesTable;
   networks: NetworksTable;
   hosts: HostsTable;
@@ -829,7 +830,6 @@ export interface DB {
   users: UsersTable;
   memberships: MembershipsTable;
   scim_users: ScimUsersTable;
-  change_log_pruned: ChangeLogPrunedTable;
   scim_groups: ScimGroupsTable;
   scim_group_members: ScimGroupMembersTable;
   scim_role_mappings: ScimRoleMappingsTable;
