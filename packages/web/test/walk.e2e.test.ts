@@ -5,7 +5,7 @@ import { importAdvisories } from '../../server/src/advisories/import.service.js'
 import { login, seedMemberWithKey } from '../../server/test/helpers.js';
 import { type Scanning, createNetwork, ingest, onlineDaemon, startSession } from '../../server/test/scanning.js';
 import { type ChatRequest, type FakeOpenAI, type Turn, startFakeOpenAI } from '../../server/test/fakes/openai.js';
-import { type Console, haveChromium, heading, ownerPage, ownerWithPassword, shot, startConsole } from './harness.js';
+import { type Console, haveChromium, heading, ownerPage, ownerWithPassword, shot, startConsole, POLL } from './harness.js';
 
 // Every screen of the console at an operator's size (issue 23): a site of 220 hosts with their
 // services, certificates and findings, walked at desk width (1440 px) and at phone width (390 px).
@@ -154,7 +154,7 @@ describe.skipIf(!haveChromium)('the console at the size of a real site', () => {
     await p.goto('/vulnerabilities');
     await heading(p, 'Vulnerabilities');
     // 100 rows load on screen; the export reads every page of 200 from the API.
-    await expect.poll(() => p.getByRole('row').count()).toBe(101);
+    await expect.poll(() => p.getByRole('row').count(), POLL).toBe(101);
     const pages: string[] = [];
     p.on('request', (r) => {
       if (r.url().includes('/api/v1/findings?')) pages.push(new URL(r.url()).searchParams.get('limit') ?? '');
