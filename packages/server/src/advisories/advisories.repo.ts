@@ -314,8 +314,9 @@ export interface FindingFacts {
 const findingColumns = (f: FindingFacts[]) => sql`unnest(
   ${f.map((x) => x.serviceId)}::uuid[], ${f.map((x) => x.hostId)}::uuid[], ${f.map((x) => x.cveId)}::text[], ${f.map((x) => x.advisoryId)}::text[],
   ${f.map((x) => x.severity)}::text[], ${f.map((x) => x.score)}::numeric[], ${f.map((x) => x.vector)}::text[],
-  ${f.map((x) => x.matchedCpe)}::text[], ${f.map((x) => (x.distribution ? JSON.stringify(x.distribution) : null))}::text[])
-  as v(service_id, host_id, cve_id, advisory_id, severity, score, vector, matched_cpe, distribution)`;
+  ${f.map((x) => x.matchedCpe)}::text[], ${f.map((x) => (x.distribution ? JSON.stringify(x.distribution) : null))}::jsonb[],
+  ${f.map((x) => x.distribution?.verdict === 'fixed')}::boolean[])
+  as v(service_id, host_id, cve_id, advisory_id, severity, score, vector, matched_cpe, distribution, backported)`;
 
 /**
  * Writes one chunk's outcome in the caller's transaction: new findings `open`; matching ones seen
@@ -328,9 +329,8 @@ export async function applyFindings(db: Db, organisationId: string, w: { create:
   const created = w.create.length
     ? (await sql<{ id: string; state: string }>`
         insert into vulnerabilities (organisation_id, service_id, host_id, cve_id, advisory_id, severity, score, vector, matched_cpe, distribution, state, resolved_at)
-        select ${o}, service_id, host_id, cve_id, advisory_id, severity, score, vector, matched_cpe, distribution::jsonb,
-               case when distribution::jsonb->>'verdict' = 'fixed' then 'resolved' else 'open' end,
-               case when distribution::jsonb->>'verdict' = 'fixed' then now() end
+        select ${o}, service_id, host_id, cve_id, advisory_id, severity, score, vector, matched_cpe, distribution,
+               case when backported then 'resolved' else 'open' end, case when backported then now() end
         from ${findingColumns(w.create)}
         on conflict (organisation_id, service_id, cve_id) do nothing
         returning id, state`.execute(db)).rows
@@ -344,10 +344,10 @@ export async function applyFindings(db: Db, organisationId: string, w: { create:
         )
         update vulnerabilities f set
           advisory_id = v.advisory_id, summary = null, severity = v.severity, score = v.score, vector = v.vector, matched_cpe = v.matched_cpe,
-          distribution = v.distribution::jsonb, last_seen_at = now(),
-          state = case when f.state = 'resolved' and v.distribution::jsonb->>'verdict' is distinct from 'fixed' then 'open' else f.state end,
-          state_changed_at = case when f.state = 'resolved' and v.distribution::jsonb->>'verdict' is distinct from 'fixed' then now() else f.state_changed_at end,
-          resolved_at = case when f.state = 'resolved' and v.distribution::jsonb->>'verdict' is distinct from 'fixed' then null else f.resolved_at end,
+          distribution = v.distribution, last_seen_at = now(),
+          state = case when f.state = 'resolved' and not v.backported then 'open' else f.state end,
+          state_changed_at = case when f.state = 'resolved' and not v.backported then now() else f.state_changed_at end,
+          resolved_at = case when f.state = 'resolved' and not v.backported then null else f.resolved_at end,
           updated_at = now()
         from v, old
         where f.organisation_id = ${o} and f.service_id = v.service_id and f.cve_id = v.cve_id and old.id = f.id

@@ -23,7 +23,11 @@ export const rank = (col: RawBuilder<unknown>) => sql`case ${col} when 'critical
  * A finding's text: its advisory's summary (findings refer to the advisory, issue 29; one CVE on
  * 71 services keeps one copy), else what a finding recorded before the matcher stored itself.
  */
-export const findingSummary = sql<string | null>`coalesce((select a.summary from advisories a where a.id = v.advisory_id), v.summary)`;
+export const summaryOf = (findings: string) => {
+  const f = sql.table(findings);
+  return sql<string | null>`coalesce((select a.summary from advisories a where a.id = ${f}.advisory_id), ${f}.summary)`;
+};
+export const findingSummary = summaryOf('v');
 
 /** The where clause of the filters, on `v` (vulnerabilities), `h` (hosts) and `s` (services). */
 function where(organisationId: string, f: FindingFilters) {

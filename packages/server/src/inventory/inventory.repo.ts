@@ -7,6 +7,7 @@ import { logChanges } from '../events/changes.js';
 import { snapshotColumns } from '../snapshots/snapshots.repo.js';
 import type { HostSearch } from './search.js';
 import { topologyName } from '../topology/views.repo.js';
+import { summaryOf } from '../findings/findings.repo.js';
 
 /** What a `gone` filter keeps: everything, what is present now, or only what a completed scan no longer found. */
 type GoneMode = 'include' | 'exclude' | 'only';
@@ -231,7 +232,7 @@ export function listCertificates(
 }
 
 const vulnerabilityColumns = [
-  'id', 'seq', 'service_id', 'host_id', 'cve_id', 'advisory_id', sql<string | null>`coalesce((select a.summary from advisories a where a.id = vulnerabilities.advisory_id), vulnerabilities.summary)`.as('summary'), 'severity', 'score', 'vector', 'matched_cpe', 'distribution', 'state', 'note',
+  'id', 'seq', 'service_id', 'host_id', 'cve_id', 'advisory_id', summaryOf('vulnerabilities').as('summary'), 'severity', 'score', 'vector', 'matched_cpe', 'distribution', 'state', 'note',
   iso('first_seen_at'), iso('last_seen_at'), iso('state_changed_at'), isoOrNull('resolved_at'), iso('created_at'), iso('updated_at'),
 ] as const;
 

@@ -2,12 +2,10 @@ import type { Vulnerability } from '../lib/types';
 
 type Verdict = NonNullable<Vulnerability['distribution']>;
 
-/** One line of what the distribution's records say of the service's build (backports), or nothing. */
-export function distributionText(d: Verdict): string {
+/** The badge's hover text: the distribution's fix of the build, or the version that fixes it. */
+function distributionText(d: Verdict): string {
   const build = `${d.distribution} ${d.package}${d.version ? ` ${d.version}` : ''}`;
-  if (d.verdict === 'fixed') return `Fixed in ${d.fixedIn} by ${d.advisoryId} (${build})`;
-  if (d.verdict === 'affected') return d.fixedIn ? `${build} is affected; fixed in ${d.fixedIn} (${d.advisoryId})` : `${build} is affected, no fix yet (${d.advisoryId})`;
-  return d.version ? `${build}: no ${d.distribution} record covers it` : `${d.distribution} build; the banner gives no package version`;
+  return d.verdict === 'fixed' ? `Fixed in ${d.fixedIn} by ${d.advisoryId} (${build})` : `${build} is affected; fixed in ${d.fixedIn} (${d.advisoryId})`;
 }
 
 /**
