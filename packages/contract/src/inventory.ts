@@ -36,7 +36,8 @@ export const vulnerabilityPatchMoves: Record<VulnerabilityState, VulnerabilitySt
 // ---------------------------------------------------------------------------------------------
 // Addresses
 
-const CANONICAL_IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+/** A dotted-quad IPv4 address already in canonical form (no leading zeros): the address schema's fast path, shared with the flow route's body check. */
+export const CANONICAL_IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 
 /** An IPv4 or IPv6 address, normalised to its canonical text (one spelling per address). */
 export const IpAddress = Text

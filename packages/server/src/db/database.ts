@@ -5,6 +5,8 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { lockDataDir } from './data-dir-lock.js';
 import { PGliteDialect } from './pglite-dialect.js';
+import { copyOf } from './copy.js';
+import { from as copyFrom } from 'pg-copy-streams';
 import type { DB } from './schema.js';
 
 /** First key of every advisory lock this service takes with `tryLock` (its namespace). */
@@ -74,6 +76,24 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   return openPGlite(opts);
 }
 
+/**
+ * Lets a copyRows statement (db/copy.ts) through Kysely on this client: its data is streamed with
+ * pg-copy-streams on the same connection, so in the caller's transaction; any other query as is.
+ */
+function streamCopies(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as { query: unknown }).query = (...args: unknown[]) => {
+    const copy = typeof args[0] === 'string' && Array.isArray(args[1]) ? copyOf(args[0], args[1]) : null;
+    if (!copy) return query(...args);
+    const stream = query(copyFrom(copy.statement)) as ReturnType<typeof copyFrom>;
+    return new Promise((resolve, reject) => {
+      stream.on('error', reject);
+      stream.on('finish', () => resolve({ command: 'COPY', rowCount: stream.rowCount, rows: [], fields: [] }));
+      stream.end(copy.data);
+    });
+  };
+}
+
 function openPostgres(url: string, opts: DatabaseOptions): Database {
   const poolConfig: pg.PoolConfig = {
     connectionString: url,
@@ -89,7 +109,10 @@ function openPostgres(url: string, opts: DatabaseOptions): Database {
   // A connection can also die while checked out between queries, when pg-pool's idle listener is
   // detached; pg then emits 'error' on the client, which must not crash the process. Queries in
   // flight still fail with the error, and the pool discards the broken client on release.
-  pool.on('connect', (client) => client.on('error', (err) => opts.logger?.warn({ err }, 'database connection lost')));
+  pool.on('connect', (client) => {
+    client.on('error', (err) => opts.logger?.warn({ err }, 'database connection lost'));
+    streamCopies(client);
+  });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   const listener = sharedListener(url, opts);
   return {

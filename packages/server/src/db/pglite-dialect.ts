@@ -11,6 +11,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
+import { copyOf } from './copy.js';
 
 /** A FIFO mutex: PGlite is one connection, so one Kysely connection may hold it at a time. */
 export class Mutex {
@@ -30,6 +31,12 @@ class PGliteConnection implements DatabaseConnection {
   constructor(private readonly pg: PGlite) {}
 
   async executeQuery<R>(q: CompiledQuery): Promise<QueryResult<R>> {
+    const copy = copyOf(q.sql, q.parameters);
+    if (copy) {
+      // PGlite reads COPY … FROM '/dev/blob' from the query's blob.
+      const done = await this.pg.query(copy.statement.replace(/from stdin$/i, "from '/dev/blob'"), [], { blob: new Blob([copy.data]) });
+      return { rows: [], numAffectedRows: BigInt(done.affectedRows ?? 0) };
+    }
     const res = await this.pg.query<R>(q.sql, q.parameters as unknown[], { rowMode: 'object' });
     return { rows: res.rows, ...(res.affectedRows !== undefined ? { numAffectedRows: BigInt(res.affectedRows) } : {}) };
   }

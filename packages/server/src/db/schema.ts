@@ -611,6 +611,26 @@ export interface FlowsTable {
   received_at: Created;
 }
 
+/** Flow records per conversation and hour (flow_hours) or UTC day (flow_days), migration 0039. */
+export interface FlowRollupsRow {
+  organisation_id: string;
+  src_ip: string;
+  dst_ip: string;
+  dst_port: number;
+  protocol: string;
+  bytes: number;
+  packets: number;
+  flows: number;
+  last_seen: Timestamp;
+}
+
+/** How far each organisation's flow records are rolled up (migration 0039). */
+export interface FlowRollupMarksTable {
+  organisation_id: string;
+  hours_until: Timestamp;
+  days_until: Timestamp;
+}
+
 /** Digests of the observation batches a scan session has applied (retries answered at once). */
 export interface ScanBatchesTable {
   organisation_id: string;
@@ -784,6 +804,9 @@ export interface CloudResourcesTable {
 export interface DB {
   flows: FlowsTable;
   flow_batches: FlowBatchesTable;
+  flow_hours: FlowRollupsRow & { hour: Timestamp };
+  flow_days: FlowRollupsRow & { day: Timestamp };
+  flow_rollups: FlowRollupMarksTable;
   scan_batches: ScanBatchesTable;
   host_platform_cpes: HostPlatformCpesTable;
   job_slots: JobSlotsTable;

@@ -4,32 +4,17 @@ import { type Kysely, type Transaction, sql } from 'kysely';
 import type { z } from 'zod';
 import type { DaemonPrincipal } from '../daemons/daemons.service.js';
 import { ownDaemon } from '../daemons/daemons.service.js';
+import { copyRows, copyText } from '../db/copy.js';
 import type { DB } from '../db/schema.js';
+import { DAY, FLOW_TABLES, ensurePartitions } from './flow-partitions.js';
+import { foldIntoRollups } from './flow-rollups.js';
 
-const DAY = 86_400_000;
-
-/** Creates the daily partitions the batch needs (under a lock, so concurrent creators agree). */
-async function ensurePartitions(db: Kysely<DB>, days: number[]) {
-  for (const day of days) {
-    const from = new Date(day).toISOString().slice(0, 10);
-    const to = new Date(day + DAY).toISOString().slice(0, 10);
-    const name = `flows_${from.replace(/-/g, '')}`;
-    const exists = await sql<{ ok: boolean }>`select to_regclass(${name}) is not null as ok`.execute(db);
-    if (exists.rows[0]?.ok) continue;
-    // Creators queue on the lock; IF NOT EXISTS then sees a table a concurrent creator committed
-    // (a second to_regclass would not: it can answer from a stale catalog cache).
-    await db.transaction().execute(async (trx) => {
-      await sql`select pg_advisory_xact_lock(hashtext('surveyor.flows.partition'))`.execute(trx);
-      await sql.raw(`create table if not exists ${name} partition of flows for values from ('${from}T00:00:00Z') to ('${to}T00:00:00Z')`).execute(trx);
-    });
-  }
-}
 
 /** decisions.md: flow records older than 30 days (the largest topology window) are pruned. */
 export const FLOW_RETENTION_DAYS = 30;
 
 /**
- * Prunes flows past the retention: drops each daily partition whose day ended more than 30 days
+ * Prunes flows past the retention: drops each daily partition (of the records and of their rollups) whose day ended more than 30 days
  * before `at` (a DROP, not a DELETE: no dead rows, no vacuum), and forgets batch digests as old
  * (a retry that late is not one). A partition is dropped under the creators' lock and with a
  * short lock timeout: when readers hold the table that long, it is left for the next run.
@@ -39,11 +24,11 @@ export async function pruneFlows(db: Kysely<DB>, at: Date): Promise<{ partitions
   const children = await sql<{ name: string }>`
     select c.relname as name from pg_inherits i
     join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent
-    where p.oid = 'flows'::regclass order by c.relname`.execute(db);
+    where p.oid in (${sql.join(FLOW_TABLES.map((t) => sql`${t}::regclass`))}) order by c.relname`.execute(db);
   const dropped: string[] = [];
   const busy: string[] = [];
   for (const { name } of children.rows) {
-    const m = /^flows_(\d{4})(\d{2})(\d{2})$/.exec(name);
+    const m = /^(?:flows|flow_hours|flow_days)_(\d{4})(\d{2})(\d{2})$/.exec(name);
     if (!m || Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])) + DAY > cutoff.getTime()) continue;
     try {
       await db.transaction().execute(async (trx) => {
@@ -73,8 +58,8 @@ type Flow = z.output<typeof FlowRecord>;
 export const FLOW_FUTURE_TOLERANCE_MS = 10 * 60_000;
 
 /**
- * Flow records made ready to store: the columns (as PostgreSQL array literals) of the records
- * inside the window, the digest of the whole delivery, and how many fell outside the window.
+ * Flow records made ready to store: the records inside the window as COPY rows, the digest of the
+ * whole delivery, and how many fell outside the window.
  */
 export interface PreparedFlows {
   /** Records to store: those inside the window. */
@@ -83,26 +68,43 @@ export interface PreparedFlows {
   outOfWindow: number;
   dropped: number;
   digest: string;
-  columns: readonly string[];
+  /** The records to store, for the late ones' rollups (flow-rollups.ts), and as COPY rows of RECORD_COLUMNS. */
+  kept: Flow[];
+  rows: string;
+  /** The earliest bucket stored (ms), to tell whether any record falls in hours already rolled up. */
+  firstAt: number;
 }
 
-/** Columns as PostgreSQL array literals, built directly (see prepareFlows). */
-function columnsOf(f: Flow[]): readonly string[] {
-  // Every value but protocol and source is validated to characters that need no quoting
-  // (canonical addresses, RFC 3339 times, integers). Protocol and source names repeat: each
-  // distinct one is quoted once.
+/** The stored columns of a record, after (organisation_id, daemon_id), in COPY order. */
+const RECORD_COLUMNS = ['bucket_start', 'src_ip', 'dst_ip', 'dst_port', 'protocol', 'packets', 'bytes', 'source'] as const;
+
+/**
+ * Records as COPY rows (text format) of RECORD_COLUMNS (storeFlows puts the organisation and
+ * daemon in front of each). Every value
+ * but protocol and source is validated to characters COPY takes as they are (canonical addresses,
+ * RFC 3339 times, integers); protocol and source names repeat, each distinct one escaped once.
+ */
+function copyRowsOf(f: Flow[]): string {
+  const texts = new Map<string, string>();
+  const text = (v: string) => texts.get(v) ?? texts.set(v, copyText(v)).get(v)!;
+  let out = '';
+  for (const x of f) out += `${x.bucketStart}\t${x.srcIp}\t${x.dstIp}\t${x.dstPort}\t${text(x.protocol.toLowerCase())}\t${x.packets}\t${x.bytes}\t${text(x.source)}\n`;
+  return out;
+}
+
+/** Columns as PostgreSQL array literals (bucket_start … bytes), for the late records' rollups. */
+export function columnsOf(f: Flow[]): readonly string[] {
   const column = <T>(pick: (x: Flow) => T) => `{${f.map(pick).join(',')}}`;
   const quotes = new Map<string, string>();
   const quote = (v: string) => quotes.get(v) ?? quotes.set(v, `"${v.replace(/["\\]/g, '\\$&')}"`).get(v)!;
-  const quoted = (pick: (x: Flow) => string) => `{${f.map((x) => quote(pick(x))).join(',')}}`;
   return [
     column((x) => x.bucketStart), column((x) => x.srcIp), column((x) => x.dstIp), column((x) => x.dstPort),
-    quoted((x) => x.protocol.toLowerCase()), column((x) => x.packets), column((x) => x.bytes), quoted((x) => x.source),
+    `{${f.map((x) => quote(x.protocol.toLowerCase())).join(',')}}`, column((x) => x.packets), column((x) => x.bytes),
   ];
 }
 
 /**
- * Makes flow records ready for storeFlows: columns, digest, and the daily partitions they need.
+ * Makes flow records ready for storeFlows: COPY rows, digest, and the daily partitions they need.
  * Records outside the window (README "Daemons and scans") are left out and counted: a bucket that
  * started more than FLOW_RETENTION_DAYS before `now` (pruned anyway, and a daemon replaying an old
  * buffer must not be refused forever), or more than FLOW_FUTURE_TOLERANCE_MS after it. The digest
@@ -116,23 +118,26 @@ export async function prepareFlows(db: Kysely<DB>, f: Flow[], dropped: number, n
   const to = now + FLOW_FUTURE_TOLERANCE_MS;
   const kept: Flow[] = [];
   const days = new Set<string>();
+  let firstAt = Number.POSITIVE_INFINITY;
   for (const x of f) {
     const at = Date.parse(x.bucketStart);
     if (at < from || at > to) continue;
     kept.push(x);
+    if (at < firstAt) firstAt = at;
     // The UTC day of each record: read from the text when it is in UTC, from the instant otherwise.
     days.add(x.bucketStart.endsWith('Z') ? x.bucketStart.slice(0, 10) : new Date(at).toISOString().slice(0, 10));
   }
-  const all = columnsOf(f);
-  const digest = createHash('sha256').update(all.join('|')).update(`|${dropped}`).digest('hex');
+  const all = copyRowsOf(f);
+  const digest = createHash('sha256').update(all).update(`|${dropped}`).digest('hex');
   await ensurePartitions(db, [...days].map((d) => Date.parse(`${d}T00:00:00Z`)));
-  return { records: kept.length, outOfWindow: f.length - kept.length, dropped, digest, columns: kept.length === f.length ? all : columnsOf(kept) };
+  return { records: kept.length, outOfWindow: f.length - kept.length, dropped, digest, kept, rows: kept.length === f.length ? all : copyRowsOf(kept), firstAt };
 }
 
 /**
- * Stores prepared flow records as sent, in the caller's transaction, in one set-based insert; they
- * are resolved to the inventory when read (view `flows_resolved`, host topology), so a flow seen
- * before its host resolves once the host is known. A retried delivery (the same records again,
+ * Stores prepared flow records as sent, in the caller's transaction, by one COPY; they are
+ * resolved to the inventory when read (view `flows_resolved`, host topology), so a flow seen
+ * before its host resolves once the host is known. Records of hours already rolled up (a late
+ * delivery) are added to the rollups in the same transaction (flow-rollups.ts). A retried delivery (the same records again,
  * after a lost answer) is recognised by its digest and stores nothing; `dropped` accumulates on the
  * daemon once per delivery. Returns the records stored.
  */
@@ -142,12 +147,12 @@ export async function storeFlows(tx: Transaction<DB>, organisationId: string, da
     insert into flow_batches (organisation_id, daemon_id, digest, records) values (${organisationId}, ${daemonId}, ${p.digest}, ${p.records})
     on conflict do nothing returning 1`.execute(tx);
   if (fresh.rows.length === 0) return { accepted: 0 };
-  const c = p.columns;
-  if (p.records > 0) await sql`
-    insert into flows (organisation_id, bucket_start, daemon_id, src_ip, dst_ip, dst_port, protocol, packets, bytes, source)
-    select ${organisationId}, v.bucket_start, ${daemonId}, v.src_ip, v.dst_ip, v.dst_port, v.protocol, v.packets, v.bytes, v.source
-    from unnest(${c[0]}::timestamptz[], ${c[1]}::inet[], ${c[2]}::inet[], ${c[3]}::int[], ${c[4]}::text[], ${c[5]}::bigint[], ${c[6]}::bigint[], ${c[7]}::text[])
-      as v(bucket_start, src_ip, dst_ip, dst_port, protocol, packets, bytes, source)`.execute(tx);
+  if (p.records > 0) {
+    // Each row ends in the only raw newline it has (COPY escapes one inside a value): the owner goes in front of each.
+    const owner = `${organisationId}\t${daemonId}\t`;
+    await copyRows(tx, 'flows', ['organisation_id', 'daemon_id', ...RECORD_COLUMNS], owner + p.rows.slice(0, -1).replaceAll('\n', `\n${owner}`) + '\n');
+    await foldIntoRollups(tx, organisationId, () => columnsOf(p.kept), p.firstAt);
+  }
   if (p.dropped > 0) await addDropped(tx, organisationId, daemonId, p.dropped);
   return { accepted: p.records };
 }

@@ -1,4 +1,5 @@
 import type { Module } from '../module.js';
+import { flowsRollup } from './flow-rollups.job.js';
 import { registerIngestRoutes } from './ingest.routes.js';
 
 /**
@@ -9,4 +10,5 @@ export const ingestModule: Module = {
   name: 'ingest',
   routes: (app, { db, config }) => registerIngestRoutes(app, { db, config }),
   events: ['host.discovered', 'scan.completed'],
+  jobs: () => [flowsRollup()],
 };

@@ -6,6 +6,7 @@ import type { DB } from '../db/schema.js';
 import { daemonPrincipal } from '../http/principals.js';
 import { noteNulEscape } from '../http/nul.js';
 import { addRoute } from '../http/route.js';
+import { checkFlowsFast } from './flow-check.js';
 import { ingestFlows } from './flows.js';
 import { ingestObservationBatch } from './observations.js';
 
@@ -28,6 +29,9 @@ export function registerIngestRoutes(app: FastifyInstance, deps: { db: Kysely<DB
       }
     });
     addRoute(ingest, routes.daemonObservations, async (request) => ingestObservationBatch(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
-    addRoute(ingest, routes.daemonFlows, async (request) => ingestFlows(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
+    addRoute(ingest, routes.daemonFlows, async (request) => ingestFlows(db, daemonPrincipal(request), request.body), {
+      bodyLimit: config.ingestBodyLimitBytes,
+      fastBody: checkFlowsFast,
+    });
   });
 }

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { rollupMarks, windowFlows } from '../ingest/flow-rollups.js';
 import { rfc3339 } from '../db/sql.js';
 
 /** Flows older than this do not make application-topology edges. */
@@ -33,16 +34,16 @@ export async function rebuildDependencies(db: Kysely<DB>, organisationId: string
   return db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(hashtext('surveyor.dependencies'), hashtext(${organisationId}))`.execute(trx);
     await sql`delete from dependency_edges where organisation_id = ${organisationId}`.execute(trx);
-    // Aggregate the window's flows per conversation first, then resolve the (far fewer) aggregated
+    const marks = await rollupMarks(trx, organisationId);
+    // Aggregate the window's flows per conversation first (hourly rollups where rolled up), then resolve the (far fewer) aggregated
     // rows with one pass over the organisation's addresses and services (hash joins: a batch job
     // over many rows, not a per-row lookup), exactly as flows_resolved resolves them.
     await sql`set local enable_nestloop = off`.execute(trx);
     const inserted = await sql<{ n: number }>`
       with agg as (
         select src_ip, dst_ip, dst_port, case when protocol in ('tcp', 'udp', 'sctp') then protocol else 'tcp' end as protocol,
-               sum(bytes) as bytes, sum(packets) as packets, count(*) as flows, max(bucket_start) as last_seen
-        from flows
-        where organisation_id = ${organisationId} and bucket_start >= ${from} and bucket_start <= ${now}
+               sum(bytes) as bytes, sum(packets) as packets, sum(flows) as flows, max(last_seen) as last_seen
+        from (${windowFlows(organisationId, from, now, marks, sql`true`)}) w
         group by 1, 2, 3, 4
       ), addrs as (
         select distinct on (address) address, host_id from host_addresses where organisation_id = ${organisationId} order by address, host_id
