@@ -591,6 +591,31 @@ describe('absence: only a completed session marks things gone, inside its CIDR (
     expect(updated).toHaveLength(2);
   });
 
+  it('writes no change row and no event of a host or service for a rescan that finds everything unchanged, yet moves every host\'s and service\'s lastSeenAt on (issue 30)', async () => {
+    const { s, net } = await afterFirstScan();
+    const org = s.org.organisationId;
+    const written = async () => (await sql<Json>`
+      select (select count(*)::int from change_log where organisation_id = ${org} and entity_type in ('host', 'service')) as changes,
+             (select count(*)::int from events where organisation_id = ${org} and kind <> 'scan.completed') as events`.execute(t.database.db)).rows[0];
+    const before = { written: await written(), hosts: await list(t, s, 'hosts'), services: await list(t, s, 'services') };
+    const second = await startSession(t, s, net);
+    const batch = seen(second, [22, 80, 443], { final: true });
+    const answer = await ingest(t, s.daemon, batch);
+    expect(answer.dedupHits).toBe(answer.accepted);
+    expect(await written()).toEqual(before.written);
+    const hosts = await list(t, s, 'hosts');
+    const services = await list(t, s, 'services');
+    for (const [after, was] of [[hosts, before.hosts], [services, before.services]] as const) {
+      expect(after.map((x) => x.id).sort()).toEqual(was.map((x) => x.id).sort());
+      for (const x of after) {
+        const old = was.find((y) => y.id === x.id)!;
+        expect(Date.parse(x.lastSeenAt)).toBeGreaterThan(Date.parse(old.lastSeenAt));
+        expect({ ...x, lastSeenAt: old.lastSeenAt }).toEqual(old);
+      }
+    }
+    expect((await getScan(t, s, second)).state).toBe('completed');
+  });
+
   it('never marks anything gone for a second session that is cancelled, even when its daemon then sends a final batch', async () => {
     const { s, net } = await afterFirstScan();
     const second = await startSession(t, s, net);

@@ -16,17 +16,31 @@ export type { ChangeAction, ChangeType } from '@surveyor/contract';
  */
 export async function logChanges(db: Kysely<DB>, organisationId: string, type: ChangeType, ids: readonly string[], action: ChangeAction): Promise<void> {
   if (ids.length === 0) return;
-  await sql`insert into change_log (organisation_id, entity_type, entity_id, action)
-    select ${organisationId}, ${type}, id, ${action} from unnest(${[...ids]}::text[]) as v(id)`.execute(db);
+  await sql`insert into change_log (organisation_id, id, entity_type, entity_id, action)
+    select ${organisationId}, ${nextChangeId(sql`${organisationId}`)}, ${type}, id, ${action} from unnest(${[...ids]}::text[]) as v(id)`.execute(db);
 }
+
+/**
+ * The next number of one of the organisation's counters (migration 0013: `changes` numbers the
+ * change log, `events` the events), for a set-based insert to number its rows itself: with
+ * `organisationId` a constant the counter is looked up once per statement, where the row trigger
+ * looked it up by name for each row (migration 0040).
+ */
+export function nextNumber(counter: 'changes' | 'events', organisationId: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`nextval((select organisation_counter(${sql.lit(counter)}, ${organisationId}::uuid)::regclass))`;
+}
+
+/** The next change-log id of the organisation (see nextNumber). */
+export const nextChangeId = (organisationId: RawBuilder<unknown>) => nextNumber('changes', organisationId);
 
 /**
  * The same, as a statement to embed in a data-modifying CTE: `logged as (${changeSelect(...)})`,
  * `from` naming the rows (with `organisation_id` and `id` columns unless told otherwise).
  */
 export function changeSelect(type: ChangeType, action: ChangeAction, e: { from: RawBuilder<unknown>; organisationId?: RawBuilder<unknown>; id?: RawBuilder<unknown>; where?: RawBuilder<unknown> }): RawBuilder<unknown> {
-  return sql`insert into change_log (organisation_id, entity_type, entity_id, action)
-    select ${e.organisationId ?? sql`organisation_id`}, ${type}, ${e.id ?? sql`id`}, ${action} from ${e.from}${e.where ? sql` where ${e.where}` : sql``}`;
+  const org = e.organisationId ?? sql`organisation_id`;
+  return sql`insert into change_log (organisation_id, id, entity_type, entity_id, action)
+    select ${org}, ${nextChangeId(org)}, ${type}, ${e.id ?? sql`id`}, ${action} from ${e.from}${e.where ? sql` where ${e.where}` : sql``}`;
 }
 
 /** The channel the change log's trigger notifies on (migration 0011): `<organisation> <first id> <last id>`. */

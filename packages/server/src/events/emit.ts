@@ -1,6 +1,7 @@
 import { type EventData, type EventKindName, type EventSeverity, eventKindInfo } from '@surveyor/contract';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { nextNumber } from './changes.js';
 
 // The one way to write an event (decisions.md "Events and alerts"). Events are appended in the
 // caller's transaction, so an event exists exactly when its change does, and the routing trigger
@@ -31,10 +32,12 @@ export async function emit<K extends EventKindName>(db: Kysely<DB>, organisation
   const info = eventKindInfo[kind];
   const rows = events.map((e) => ({ subjectId: e.subjectId, severity: fixedSeverity(kind) ?? (e.severity as EventSeverity), data: JSON.stringify(info.data.parse(e.data)) }));
   await sql`
-    insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
-    select ${organisationId}, ${kind}, s, ${info.subject}, i, d::jsonb
+    insert into events (organisation_id, seq, kind, severity, subject_type, subject_id, data)
+    select ${organisationId}, ${nextEventSeq(sql`${organisationId}`)}, ${kind}, s, ${info.subject}, i, d::jsonb
     from unnest(${rows.map((r) => r.severity)}::text[], ${rows.map((r) => r.subjectId)}::text[], ${rows.map((r) => r.data)}::text[]) as v(s, i, d)`.execute(db);
 }
+
+const nextEventSeq = (organisationId: RawBuilder<unknown>) => nextNumber('events', organisationId);
 
 /** SQL expressions for each field of a kind's data (optional fields may be left out). */
 export type DataExpressions<K extends EventKindName> = { [F in keyof EventData<K>]: RawBuilder<unknown> };
@@ -60,7 +63,7 @@ export function emitSelect<K extends EventKindName>(kind: K, e: SelectEmission<K
   const fixed = fixedSeverity(kind);
   if (!fixed && !e.severity) throw new Error(`event ${kind} needs a severity expression`);
   const pairs = Object.entries(e.data as Record<string, RawBuilder<unknown>>).map(([k, v]) => sql`${sql.lit(k)}, ${v}`);
-  return sql`insert into events (organisation_id, kind, severity, subject_type, subject_id, data)
-    select ${e.organisationId}, ${sql.lit(kind)}, ${fixed ? sql.lit(fixed) : e.severity!}, ${sql.lit(info.subject)}, (${e.subjectId})::text, jsonb_build_object(${sql.join(pairs)})
+  return sql`insert into events (organisation_id, seq, kind, severity, subject_type, subject_id, data)
+    select ${e.organisationId}, ${nextEventSeq(e.organisationId)}, ${sql.lit(kind)}, ${fixed ? sql.lit(fixed) : e.severity!}, ${sql.lit(info.subject)}, (${e.subjectId})::text, jsonb_build_object(${sql.join(pairs)})
     from ${e.from}${e.where ? sql` where ${e.where}` : sql``}`;
 }

@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import { CLOUD_FINGERPRINT } from './facts.js';
 import { type EventData, canonicalIp } from '@surveyor/contract';
 import type { DB } from '../db/schema.js';
-import { changeSelect } from '../events/changes.js';
+import { changeSelect, nextChangeId } from '../events/changes.js';
 import { emit, emitSelect } from '../events/emit.js';
 
 type Db = Kysely<DB>;
@@ -96,7 +96,7 @@ export async function createHosts(db: Db, organisationId: string, siteId: string
       ), bound as (
         insert into host_fingerprints (organisation_id, fingerprint, host_id) select ${organisationId}, fingerprint, id from created on conflict do nothing
       ), logged as (
-        insert into change_log (organisation_id, entity_type, entity_id, action) select ${organisationId}, 'host', id, 'created' from created
+        ${changeSelect('host', 'created', { from: sql`created`, organisationId: sql`${organisationId}` })}
       ), announced as (
         ${emitSelect('host.discovered', { from: sql`created`, organisationId: sql`${organisationId}::uuid`, subjectId: sql`id`, data: { fingerprint: sql`fingerprint`, siteId: sql`${siteId}::uuid` } })}
       )
@@ -278,8 +278,8 @@ async function upsertServiceGroup(db: Db, organisationId: string, since: Date, s
         where ${sql.raw(differs)} or services.gone_at is not null or services.last_seen_at < ${since}
         returning id, host_id, protocol, port, (xmax = 0) as inserted, ${CHANGED}
       ), logged as (
-        insert into change_log (organisation_id, entity_type, entity_id, action)
-        select ${organisationId}, 'service', id, case when inserted then 'created' else 'updated' end from up where changed
+        insert into change_log (organisation_id, id, entity_type, entity_id, action)
+        select ${organisationId}, ${nextChangeId(sql`${organisationId}`)}, 'service', id, case when inserted then 'created' else 'updated' end from up where changed
       )
       select string_agg(host_id::text || '|' || protocol || '|' || port, ',') as keys from up where changed`,
     db,

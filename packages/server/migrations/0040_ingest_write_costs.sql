@@ -1,0 +1,25 @@
+-- Observation ingest (issue 30): two per-row costs of a sweep.
+
+-- 1. Numbering change rows and events. The row trigger of migration 0013 ran a PL/pgSQL function
+-- for every row, which looked its organisation's counter up by name each time: a first /16 sweep
+-- writes 700,000 change rows. Set-based writers now take the numbers themselves in their insert
+-- (`nextval` of the counter resolved once per statement: events/changes.ts, events/emit.ts), and
+-- the trigger only numbers rows that arrive without one. The WHEN condition is evaluated without
+-- calling the function, so a numbered row costs nothing more. Numbers still come from the same
+-- counters, so they stay monotonic per organisation either way.
+DROP TRIGGER change_log_number ON change_log;
+DROP TRIGGER events_number ON events;
+CREATE TRIGGER change_log_number BEFORE INSERT ON change_log FOR EACH ROW WHEN (NEW.id IS NULL) EXECUTE FUNCTION number_row();
+CREATE TRIGGER events_number BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.seq IS NULL) EXECUTE FUNCTION number_row();
+
+-- 2. Room for the last-seen refresh. A rescan finds the same hosts, addresses and services and
+-- moves only their last-seen times (spec: `lastSeenAt`; a completed session marks absent what it
+-- did not see since it started). No index holds those columns, so the update can be a HOT update
+-- (no index touched: services have eight, hosts ten) when the row's page has room for the new
+-- version; with pages filled to the brim by the first sweep, every refresh was a full new row in
+-- every index, as costly as the first insert. Half of each page is left free: one batch refreshes
+-- every row of its pages once, and the versions a previous rescan left are pruned to make room for
+-- the next. Applies to pages written from now on (no table is rewritten here).
+ALTER TABLE services SET (fillfactor = 50);
+ALTER TABLE hosts SET (fillfactor = 50);
+ALTER TABLE host_addresses SET (fillfactor = 50);
