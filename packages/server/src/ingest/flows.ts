@@ -119,13 +119,19 @@ export async function prepareFlows(db: Kysely<DB>, f: Flow[], dropped: number, n
   const kept: Flow[] = [];
   const days = new Set<string>();
   let firstAt = Number.POSITIVE_INFINITY;
+  // A delivery repeats its minutes: each distinct bucket is parsed once.
+  const instants = new Map<string, number>();
   for (const x of f) {
-    const at = Date.parse(x.bucketStart);
+    let at = instants.get(x.bucketStart);
+    if (at === undefined) {
+      at = Date.parse(x.bucketStart);
+      instants.set(x.bucketStart, at);
+      // The UTC day of each record: read from the text when it is in UTC, from the instant otherwise.
+      if (at >= from && at <= to) days.add(x.bucketStart.endsWith('Z') ? x.bucketStart.slice(0, 10) : new Date(at).toISOString().slice(0, 10));
+    }
     if (at < from || at > to) continue;
     kept.push(x);
     if (at < firstAt) firstAt = at;
-    // The UTC day of each record: read from the text when it is in UTC, from the instant otherwise.
-    days.add(x.bucketStart.endsWith('Z') ? x.bucketStart.slice(0, 10) : new Date(at).toISOString().slice(0, 10));
   }
   const all = copyRowsOf(f);
   const digest = createHash('sha256').update(all).update(`|${dropped}`).digest('hex');
