@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import * as admin from '../src/admin/admin.service.js';
+import { CREDENTIALS_CHANNEL } from '../src/auth/credential-cache.js';
 import { addRoute } from '../src/http/route.js';
 import { PASSWORD, type SeededOrg, type TestApp, bearer, buildTestApp, login, seedMemberWithKey, seedOrg } from './helpers.js';
 
@@ -93,6 +94,36 @@ describe('API keys (spec 5)', () => {
     const res = await t.app.inject({ method: 'GET', url: '/test/read', headers: bearer(m.token) });
     expect(res.statusCode).toBe(401);
     expect(res.json().code).toBe('unauthorized');
+  });
+
+  it('refuses a key revoked by another process from the request after the database announces it', async () => {
+    const m = await seedMemberWithKey(t.database, org, 'viewer', ['inventory:read']);
+    expect((await t.app.inject({ method: 'GET', url: '/test/read', headers: bearer(m.token) })).statusCode).toBe(200);
+    // Another process: plain SQL on a connection of its own, unseen by this process's write watch.
+    // The app's handler of the channel was subscribed first, so it has run when this one resolves.
+    let announced!: () => void;
+    const heard = new Promise<void>((resolve) => (announced = resolve));
+    const stop = await t.database.listen(CREDENTIALS_CHANNEL, () => announced());
+    await t.database.withRawSession((exec) => exec(`update keys set revoked_at = now() where id = '${m.keyId}'`));
+    await heard;
+    await stop();
+    expect((await t.app.inject({ method: 'GET', url: '/test/read', headers: bearer(m.token) })).statusCode).toBe(401);
+  });
+
+  it('keeps a verified key for reads only: a change the database does not announce shows on the next write at once', async () => {
+    const m = await seedMemberWithKey(t.database, org, 'editor', ['inventory:read', 'inventory:write']);
+    expect((await t.app.inject({ method: 'GET', url: '/test/read', headers: bearer(m.token) })).statusCode).toBe(200);
+    // Revoked behind every trigger's back (replica mode fires none): only a fresh lookup sees it.
+    await t.database.withRawSession((exec) => exec(`set session_replication_role = replica; update keys set revoked_at = now() where id = '${m.keyId}'; set session_replication_role = origin`));
+    expect((await t.app.inject({ method: 'GET', url: '/test/read', headers: bearer(m.token) })).statusCode).toBe(200);
+    expect((await t.app.inject({ method: 'POST', url: '/test/write', headers: bearer(m.token) })).statusCode).toBe(401);
+  });
+
+  it('looks a key up afresh after this process changes its owner\'s membership', async () => {
+    const m = await seedMemberWithKey(t.database, org, 'viewer', ['inventory:read']);
+    expect((await t.app.inject({ method: 'GET', url: '/test/read', headers: bearer(m.token) })).statusCode).toBe(200);
+    await sql`update memberships set deactivated_at = now() where organisation_id = ${org.organisationId} and user_id = ${m.userId}`.execute(t.database.db);
+    expect((await t.app.inject({ method: 'GET', url: '/test/read', headers: bearer(m.token) })).statusCode).toBe(401);
   });
 
   it('refuses an expired key with 401', async () => {

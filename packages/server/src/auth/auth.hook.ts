@@ -2,10 +2,12 @@ import { type Role, type RouteAuth, type Scope, acceptsSession, isUuid, problemC
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authenticateBearer, authenticateSession, keyGrants } from './auth.service.js';
 import type { Principal } from './principal.js';
+import { CREDENTIALS_CHANNEL, CredentialCache } from './credential-cache.js';
 import { safeEqual } from './tokens.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { AppError } from '../errors.js';
+import { watchTableWrites } from '../db/write-watch.js';
 import { type RateLimiter, rateLimitHeaders } from '../http/rate-limit.js';
 
 declare module 'fastify' {
@@ -24,6 +26,8 @@ declare module 'fastify' {
 }
 
 export const SESSION_COOKIE = 'surveyor_session';
+/** How long a verified key is kept at most, should the notification of its revocation be lost. */
+export const CREDENTIAL_TTL_MS = 5_000;
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** What a session with a one-time password may do before changing it. */
 const PASSWORD_CHANGE_ROUTES = new Set(['me', 'logout', 'changePassword']);
@@ -45,6 +49,24 @@ export function registerAuthHook(app: FastifyInstance, deps: { database: Databas
   const { database, config, limiter } = deps;
   const db = database.db;
   app.decorateRequest('principal', null);
+
+  // Verified keys are kept briefly for reads (credential-cache.ts): dropped at once by a write of
+  // this process, and by the database's notification of anyone else's. Writes always read the
+  // key and its owner's role afresh (spec 5 rule 5); so do daemon keys.
+  const credentials = new CredentialCache(CREDENTIAL_TTL_MS);
+  const unwatch = watchTableWrites(['keys', 'memberships', 'users', 'organisations'], () => credentials.clear(), ['last_used_at', 'last_sign_in_at']);
+  let unlisten: (() => Promise<void>) | null = null;
+  let listening = false;
+  app.addHook('onReady', async () => {
+    unlisten = await database.listen(CREDENTIALS_CHANNEL, () => credentials.clear());
+    credentials.clear();
+    listening = true;
+  });
+  app.addHook('onClose', async () => {
+    listening = false;
+    unwatch();
+    await unlisten?.();
+  });
 
   const limit = (request: FastifyRequest, bucket: string, max: number) => {
     const v = limiter.hit(bucket, max);
@@ -71,7 +93,8 @@ export function registerAuthHook(app: FastifyInstance, deps: { database: Databas
     // The console calls the inventory API with its session cookie (no Authorization header),
     // as its user: the user's role must allow the route's scope.
     if (token === null && acceptsSession(auth) && request.cookies?.[SESSION_COOKIE]) return sessionAuth(request, undefined, auth.scope);
-    const principal = token ? await authenticateBearer(database, token) : null;
+    const cached = listening && auth.kind !== 'daemon' && SAFE_METHODS.has(request.method);
+    const principal = token ? await authenticateBearer(database, token, cached ? credentials : undefined) : null;
     const wanted = auth.kind === 'daemon' ? 'daemon' : 'apiKey';
     if (!principal || principal.kind !== wanted) {
       anon(request);

@@ -6,6 +6,7 @@ import type { Database } from '../db/database.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import * as repo from './auth.repo.js';
+import type { CredentialCache } from './credential-cache.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import type { Principal } from './principal.js';
 import { hashToken, mintToken } from './tokens.js';
@@ -15,15 +16,24 @@ type KeyPrincipal = Extract<Principal, { kind: 'apiKey' | 'daemon' }>;
 /**
  * Resolves a bearer token to its key. Returns null for an unknown, revoked or expired key, a key
  * whose owner left the organisation, was disabled, or is deactivated in it (SCIM). Never throws for a bad token.
+ * With `cache`, a row verified recently is taken from it (credential-cache.ts says when it is dropped).
  */
-export async function authenticateBearer(database: Database, token: string): Promise<KeyPrincipal | null> {
+export async function authenticateBearer(database: Database, token: string, cache?: CredentialCache): Promise<KeyPrincipal | null> {
   if (!/^sv[kdms]_[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
   const db = database.db;
-  const row = await repo.findKeyByHash(database, hashToken(token));
+  const hash = hashToken(token);
+  let row = cache?.get(hash);
+  const kept = row !== undefined;
+  const mark = cache?.mark() ?? 0;
+  row ??= await repo.findKeyByHash(database, hash);
   if (!row || row.revoked_at || (row.expires_at && row.expires_at.getTime() <= Date.now())) return null;
   if (row.kind !== 'daemon' && (!row.role || row.disabled_at || row.deactivated_at || !row.user_id)) return null;
   // At most one write a minute per key: a busy key costs no write per request.
-  if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) await repo.touchKey(db, row.id);
+  if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {
+    await repo.touchKey(db, row.id);
+    row.last_used_at = new Date();
+  }
+  if (cache && !kept) cache.set(hash, row, mark);
   if (row.kind === 'daemon') return { kind: 'daemon', organisationId: row.organisation_id, keyId: row.id, daemonId: null };
   if (!row.role || !row.user_id) return null;
   return {

@@ -8,6 +8,7 @@ import { PGliteDialect } from './pglite-dialect.js';
 import { copyOf } from './copy.js';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { DB } from './schema.js';
+import { WriteWatchPlugin } from './write-watch.js';
 
 /** First key of every advisory lock this service takes with `tryLock` (its namespace). */
 export const LOCK_NAMESPACE = 0x5375; // "Su"
@@ -113,7 +114,7 @@ function openPostgres(url: string, opts: DatabaseOptions): Database {
     client.on('error', (err) => opts.logger?.warn({ err }, 'database connection lost'));
     streamCopies(client);
   });
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new WriteWatchPlugin()] });
   const listener = sharedListener(url, opts);
   return {
     db,
@@ -263,7 +264,7 @@ async function openPGlite(opts: DatabaseOptions): Promise<Database> {
     throw e;
   }
   const dialect = new PGliteDialect(pglite);
-  const db = new Kysely<DB>({ dialect });
+  const db = new Kysely<DB>({ dialect, plugins: [new WriteWatchPlugin()] });
   const held = new Set<string>();
   let closed = false;
   return {
