@@ -163,8 +163,17 @@ export interface ServiceFilters {
   exposed?: 'true' | 'false' | undefined;
 }
 
-/** Why the internet reaches service `services` (the view service_exposure, migration 0029), or null. */
-const exposedVia = sql<string | null>`(select e.via from service_exposure e where e.organisation_id = services.organisation_id and e.service_id = services.id)`;
+/**
+ * Why the internet reaches service `services` (the view service_exposure, migration 0029), or null.
+ * The view only ever answers for a service open and present on a host a cloud account lists now;
+ * the page tests that on the row it is on and one index probe of cloud_resources first, so the
+ * other services (nearly all of them) skip the view's lookup of the service row again (half the
+ * page's buffer reads at 100,000 hosts). A scalar subquery, not EXISTS: the planner would hash an
+ * EXISTS over every cloud resource, costed for the whole table instead of the page's 51 rows.
+ */
+const exposedVia = sql<string | null>`(case when services.state = 'open' and services.gone_at is null
+  and (select true from cloud_resources c where c.organisation_id = services.organisation_id and c.host_id = services.host_id and c.gone_at is null limit 1)
+  then (select e.via from service_exposure e where e.organisation_id = services.organisation_id and e.service_id = services.id) end)`;
 
 /**
  * The where clause of the services filters: the list and the count share it, so a count is the
