@@ -575,6 +575,22 @@ describe('topology views: build, positions, share links, exports (issue #15; spe
       await second.close();
     }
   });
+
+  it('writes no change row for a rebuild that changes nothing, and one for each view an inventory change made stale (issue 30)', async () => {
+    const logged = async (since: number) =>
+      (await sql<{ entity_id: string }>`select entity_id from change_log where organisation_id = ${org.organisationId} and entity_type = 'topology' and id > ${since} order by id`.execute(t.database.db)).rows.map((r) => r.entity_id);
+    let before = await lastChange();
+    const views = await regenerate();
+    expect(views.every((v) => v.status === 'ready')).toBe(true);
+    expect(await logged(before)).toEqual([]);
+    // A new host on the site's network: that site's views go stale, and their rebuild is announced.
+    await ingest(t, s.daemon, { sessionId, hosts: [{ fingerprint: 'fp-new-host', hostname: 'new-host' }], ips: [{ hostFingerprint: 'fp-new-host', address: '10.1.0.99' }] });
+    const stale = (await t.database.db.selectFrom('topologies').select('id').where('organisation_id', '=', org.organisationId).where('status', '=', 'stale').execute()).map((r) => r.id);
+    expect(stale).toContain(networkView);
+    before = await lastChange();
+    await regenerate();
+    expect((await logged(before)).sort()).toEqual([...stale].sort());
+  });
 });
 
 describe('network graph: LLDP links and LAGs (pure)', () => {

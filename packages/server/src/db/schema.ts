@@ -467,6 +467,8 @@ export interface TopologiesTable {
   group_by: Generated<string>;
   group_count: Generated<number>;
   facets: ColumnType<{ vlans: { id: number; name: string | null }[]; services: string[] }, string | undefined, string>;
+  /** What the last build showed, digested (migration 0042); null before a build and once stale or failed. */
+  content_digest: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** A node of a topology view (0017): its id is derived from what it stands for; x, y its saved position. */

@@ -126,7 +126,7 @@ export async function markNetworkViewsStale(db: Kysely<DB>, organisationId: stri
       select h.site_id from host_routes r join hosts h on h.organisation_id = r.organisation_id and h.id = r.host_id
       where r.organisation_id = ${organisationId} and r.destination = any(${network.cidrs}::cidr[])
     )
-    update topologies t set status = 'stale', updated_at = now()
+    update topologies t set status = 'stale', content_digest = null, updated_at = now()
     from sites s
     where t.organisation_id = ${organisationId} and t.kind = 'network' and t.status = 'ready' and t.site_id is not distinct from s.site_id`.execute(db);
 }
@@ -144,7 +144,7 @@ export async function markTopologiesStale(db: Kysely<DB>, organisationId: string
       select distinct h.site_id from services v join hosts h on h.organisation_id = v.organisation_id and h.id = v.host_id
       where v.organisation_id = ${organisationId} and v.id = any(${[...new Set(changed.serviceIds)]}::uuid[])
     )
-    update topologies t set status = 'stale', updated_at = now()
+    update topologies t set status = 'stale', content_digest = null, updated_at = now()
     from sites s
     where t.organisation_id = ${organisationId} and t.status = 'ready' and t.site_id is not distinct from s.site_id`.execute(db);
 }

@@ -386,15 +386,19 @@ export async function replaceView(
 
 export async function markBuilt(
   db: Kysely<DB>, organisationId: string, topologyId: string,
-  counts: { nodes: number; edges: number; groups: number; facets: TopologyRow['facets'] }, at: Date,
-): Promise<void> {
-  await sql`update topologies set status = 'ready', failure_reason = null, node_count = ${counts.nodes}, edge_count = ${counts.edges}, group_count = ${counts.groups},
-      facets = ${JSON.stringify(counts.facets)}::jsonb, built_at = ${at}, updated_at = now()
-    where organisation_id = ${organisationId} and id = ${topologyId}`.execute(db);
+  counts: { nodes: number; edges: number; groups: number; facets: TopologyRow['facets'] }, at: Date, digest: string,
+): Promise<boolean> {
+  const r = await sql<{ changed: boolean }>`
+    update topologies t set status = 'ready', failure_reason = null, node_count = ${counts.nodes}, edge_count = ${counts.edges}, group_count = ${counts.groups},
+      facets = ${JSON.stringify(counts.facets)}::jsonb, built_at = ${at}, updated_at = now(), content_digest = ${digest}
+    from (select content_digest from topologies where organisation_id = ${organisationId} and id = ${topologyId}) before
+    where t.organisation_id = ${organisationId} and t.id = ${topologyId}
+    returning before.content_digest is distinct from ${digest} as changed`.execute(db);
+  return r.rows[0]?.changed ?? false;
 }
 
 export async function markFailed(db: Kysely<DB>, organisationId: string, topologyId: string, reason: string): Promise<void> {
-  await sql`update topologies set status = 'failed', failure_reason = ${reason}, updated_at = now() where organisation_id = ${organisationId} and id = ${topologyId}`.execute(db);
+  await sql`update topologies set status = 'failed', failure_reason = ${reason}, content_digest = null, updated_at = now() where organisation_id = ${organisationId} and id = ${topologyId}`.execute(db);
 }
 
 export async function logTopologyChanges(db: Kysely<DB>, organisationId: string, ids: string[]): Promise<void> {

@@ -83,10 +83,10 @@ function dropOwnNetworks(graph: Graph, groups: GraphNode[], groupOf: Map<string,
  * group's members in a grid inside it. A saved position is kept while its node stays where it was
  * saved: a top-level node at the top level, a member in the same group (relative to it).
  */
-async function buildView(db: Kysely<DB>, organisationId: string, topologyId: string, now: Date): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+async function buildView(db: Kysely<DB>, organisationId: string, topologyId: string, now: Date): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
     const t = await repo.findTopology(trx, organisationId, topologyId, true);
-    if (!t) return;
+    if (!t) return false;
     const { graph, vlanNames } = await buildGraph(trx, organisationId, t);
     const hostIds = graph.nodes.filter((n) => n.kind === 'host' && !n.data.outsideScope).map((n) => n.refId!);
     const places = new Map<string, HostPlace>((await repo.hostPlaces(trx, organisationId, hostIds)).map((p) => [p.host_id, { address: p.address, networkId: p.network_id, networkName: p.network_name, cidr: p.cidr, deviceType: p.device_type, serves: p.serves }]));
@@ -124,18 +124,25 @@ async function buildView(db: Kysely<DB>, organisationId: string, topologyId: str
     const services = new Set<string>();
     for (const n of graph.nodes) if (Array.isArray(n.data.services)) for (const v of n.data.services as string[]) services.add(v);
     const facets = { vlans: [...usedVlans].sort((a, b) => a - b).map((id) => ({ id, name: vlanNames.get(id) ?? null })), services: [...services].sort() };
-    await repo.markBuilt(trx, organisationId, topologyId, { nodes: graph.nodes.length, edges: edgeCount, groups: groups.length, facets }, now);
+    const counts = { nodes: graph.nodes.length, edges: edgeCount, groups: groups.length, facets };
+    // What the view shows, nodes where they end up: the same digest as the last build's means nothing changed.
+    const placed = new Map(moved.map((m) => [m.nodeId, m]));
+    const shown = stored.map((n) => {
+      const p = placed.get(n.id);
+      return p ? { ...n, x: p.x, y: p.y } : n;
+    });
+    const digest = createHash('sha256').update(JSON.stringify([shown, graph.edges, counts])).digest('base64url');
+    return repo.markBuilt(trx, organisationId, topologyId, counts, now, digest);
   });
 }
 
-/** Builds a view; a failure marks it `failed` with the reason (and is returned, for the caller to raise). */
-async function buildOrMarkFailed(db: Kysely<DB>, organisationId: string, topologyId: string, now: Date): Promise<unknown> {
+/** Builds a view; a failure marks it `failed` with the reason (and is returned, for the caller to raise). `changed`: what it shows differs from the last build. */
+async function buildOrMarkFailed(db: Kysely<DB>, organisationId: string, topologyId: string, now: Date): Promise<{ err?: unknown; changed: boolean }> {
   try {
-    await buildView(db, organisationId, topologyId, now);
-    return undefined;
+    return { changed: await buildView(db, organisationId, topologyId, now) };
   } catch (err) {
     await repo.markFailed(db, organisationId, topologyId, `The build failed: ${String((err as Error)?.message ?? err).slice(0, 300)}`).catch(() => undefined);
-    return err;
+    return { err, changed: true };
   }
 }
 
@@ -143,13 +150,20 @@ async function buildOrMarkFailed(db: Kysely<DB>, organisationId: string, topolog
  * Rebuilds every topology view of the organisation (network and application, each site and the
  * hosts without a site). There is no size ceiling (hosts are grouped); a view whose build fails
  * (the database) is marked `failed` with the reason, the others are still built, and the run fails.
+ * A change row is written for each view whose content or state changed (an hourly rebuild of an
+ * unchanged view writes none: issue 30).
  */
 export async function buildViews(db: Kysely<DB>, organisationId: string, now: Date): Promise<TopologyView[]> {
   await repo.ensureNetworkViews(db, organisationId);
   let unexpected: unknown;
+  const changed: string[] = [];
   const topologies = await repo.listTopologies(db, organisationId);
-  for (const t of topologies) unexpected ??= await buildOrMarkFailed(db, organisationId, t.id, now);
-  await repo.logTopologyChanges(db, organisationId, topologies.map((t) => t.id));
+  for (const t of topologies) {
+    const r = await buildOrMarkFailed(db, organisationId, t.id, now);
+    unexpected ??= r.err;
+    if (r.changed) changed.push(t.id);
+  }
+  await repo.logTopologyChanges(db, organisationId, changed);
   if (unexpected) throw unexpected;
   return (await repo.listTopologies(db, organisationId)).map(toView);
 }
@@ -157,7 +171,8 @@ export async function buildViews(db: Kysely<DB>, organisationId: string, now: Da
 /** Rebuilds one view now (POST /api/v1/topology/{id}/regenerate); 404 for another organisation's id. */
 export async function rebuildView(db: Kysely<DB>, organisationId: string, id: string, now = new Date()): Promise<TopologyView> {
   await topologyOr404(db, organisationId, id);
-  const err = await buildOrMarkFailed(db, organisationId, id, now);
+  // Asked for by a user: announced whether or not it changed.
+  const { err } = await buildOrMarkFailed(db, organisationId, id, now);
   await repo.logTopologyChanges(db, organisationId, [id]);
   if (err) throw err;
   return toView((await repo.findTopology(db, organisationId, id))!);
