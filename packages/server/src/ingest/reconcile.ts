@@ -105,14 +105,18 @@ function changedKeys<R extends { changed: boolean }>(written: R[], key: (r: R) =
 
 /** How many input rows map to a key (the row they were merged into) that did not change. */
 function unchangedRows<T>(rows: T[], key: (row: T) => string, changed: Set<string>): number {
+  if (changed.size === 0) return rows.length; // the steady state (a rescan): no key to build
   let n = 0;
   for (const r of rows) if (!changed.has(key(r))) n++;
   return n;
 }
 
-/** A step's outcome over one kind of input rows; every changed key starts with its host id. */
+/** The hosts of changed keys: every changed key starts with its host id. */
+const hostsOf = (changed: Set<string>) => [...changed].map((k) => k.split('|')[0]!);
+
+/** A step's outcome over one kind of input rows. */
 function step<T>(rows: T[], key: (row: T) => string, changed: Set<string>): Step {
-  return { unchanged: unchangedRows(rows, key, changed), changedHostIds: [...changed].map((k) => k.split('|')[0]!) };
+  return { unchanged: unchangedRows(rows, key, changed), changedHostIds: hostsOf(changed) };
 }
 
 /** Host facts (names, OS, vendor, type, parent) filled in; returns also the existing hosts whose facts changed, to log. */
@@ -139,14 +143,33 @@ async function reconcileAddresses(tx: Kysely<DB>, s: Source, f: Facts, host: Hos
     [
       ...f.addresses.map((x) => ({ hostId: host(x.fingerprint), address: x.address, mac: orNull(x.mac) })),
       ...f.hosts.flatMap((h) => (h.interfaces ?? []).flatMap((i) => (i.addresses ?? []).map((a) => ({ hostId: host(h.fingerprint), address: a, mac: orNull(i.mac) })))),
-      ...[...f.ports, ...f.services, ...f.certificates].map((x) => ({ hostId: host(x.fingerprint), address: x.address, mac: null })),
+      ...addressesNamed([f.ports, f.services, f.certificates], host),
     ],
     (a) => `${a.hostId}|${a.address}`,
   );
   const changed = changedKeys(await repo.upsertAddresses(tx, s.organisationId, s.since, addresses), (r) => `${r.host_id}|${canonicalIp(r.address)}`);
   const interfaces = mergeBy(f.hosts.flatMap((h) => (h.interfaces ?? []).map((i) => ({ hostId: host(h.fingerprint), name: i.name, mac: orNull(i.mac) }))), (i) => `${i.hostId}|${i.name}`);
   const changedInterfaces = (await repo.upsertInterfaces(tx, s.organisationId, s.since, interfaces)).filter((r) => r.changed).map((r) => r.host_id);
-  return { ...step(f.addresses, (x) => `${host(x.fingerprint)}|${x.address}`, changed), summaryHostIds: [...[...changed].map((k) => k.split('|')[0]!), ...changedInterfaces] };
+  return { ...step(f.addresses, (x) => `${host(x.fingerprint)}|${x.address}`, changed), summaryHostIds: [...hostsOf(changed), ...changedInterfaces] };
+}
+
+/**
+ * The address rows of the facts that only name an address (ports, services, certificates), one per
+ * (host, address): a host's ten ports name one address, and a row without a MAC adds nothing to
+ * the first (mergeBy), so the other nine are not built at all.
+ */
+function addressesNamed(kinds: { fingerprint: string; address: string }[][], host: HostOf): { hostId: string; address: string; mac: null }[] {
+  const seen = new Set<string>();
+  const out: { hostId: string; address: string; mac: null }[] = [];
+  for (const rows of kinds) {
+    for (const x of rows) {
+      const k = `${x.fingerprint}|${x.address}`;
+      if (seen.has(k)) continue;
+      seen.add(k);
+      out.push({ hostId: host(x.fingerprint), address: x.address, mac: null });
+    }
+  }
+  return out;
 }
 
 /** Ports (state, banner) and what runs on them, merged per (host, protocol, port). */
@@ -167,7 +190,7 @@ async function reconcileServices(tx: Kysely<DB>, s: Source, f: Facts, host: Host
   })) as repo.ServiceRow[];
   const changed = new Set(await repo.upsertServices(tx, s.organisationId, s.since, rows));
   const ofRow = (x: { fingerprint: string; protocol: string; port: number }) => key(host(x.fingerprint), x.protocol, x.port);
-  return { ...step(f.ports, ofRow, changed), unchanged: unchangedRows(f.ports, ofRow, changed) + unchangedRows(f.services, ofRow, changed) };
+  return { unchanged: unchangedRows(f.ports, ofRow, changed) + unchangedRows(f.services, ofRow, changed), changedHostIds: hostsOf(changed) };
 }
 
 /** Certificates, read from their chain when there is one (subject, validity, trust), else from the dates given. */
