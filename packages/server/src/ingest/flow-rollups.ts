@@ -76,7 +76,9 @@ export interface RollupRun {
 /**
  * Job flows.rollup: rolls every organisation's records of closed hours (closed ROLLUP_GRACE_MS
  * ago) into flow_hours, and the hours of closed days into flow_days, set-based across
- * organisations, in steps of at most STEP_HOURS a transaction. Each step locks the marks it
+ * organisations, in steps of at most STEP_HOURS a transaction, written in (organisation,
+ * destination) order so that a host's callers lie together on disk (a 30-day read of a busy host
+ * is 30 short runs of pages, not one page a caller and day). Each step locks the marks it
  * moves FOR UPDATE, so deliveries of those organisations wait for it (a step is one hour's
  * records in the steady state) and a record is counted once: by the step, or by its delivery.
  */
@@ -106,6 +108,7 @@ export async function rollupFlows(db: Kysely<DB>, now: Date, stop: () => boolean
         from flows f join flow_rollups r on r.organisation_id = f.organisation_id and f.bucket_start >= r.hours_until
         where r.organisation_id = any(${ids}::uuid[]) and f.bucket_start >= ${new Date(lo)} and f.bucket_start < ${new Date(to)}
         group by 1, 2, 3, 4, 5, 6
+        order by 1, 4, 2
         on conflict (organisation_id, dst_ip, hour, src_ip, dst_port, protocol) do update set ${ADD('t')}`.execute(trx);
       await sql`update flow_rollups set hours_until = ${new Date(to)} where organisation_id = any(${ids}::uuid[]) and hours_until < ${new Date(to)}`.execute(trx);
       // Days whose every hour is now rolled up.
@@ -115,6 +118,7 @@ export async function rollupFlows(db: Kysely<DB>, now: Date, stop: () => boolean
         from flow_hours h join flow_rollups r on r.organisation_id = h.organisation_id and h.hour >= r.days_until and h.hour < date_trunc('day', r.hours_until, 'UTC')
         where r.organisation_id = any(${ids}::uuid[]) and h.hour >= ${new Date(floorTo(dlo, DAY))} and h.hour < ${new Date(floorTo(to, DAY))}
         group by 1, 2, 3, 4, 5, 6
+        order by 1, 4, 2
         on conflict (organisation_id, dst_ip, day, src_ip, dst_port, protocol) do update set ${ADD('t')}`.execute(trx);
       await sql`
         update flow_rollups set days_until = date_trunc('day', hours_until, 'UTC')
