@@ -1,3 +1,4 @@
+/// <reference path="./pg-copy-streams.d.ts" />
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql } from 'kysely';
