@@ -210,6 +210,17 @@ export async function upsertAddresses(db: Db, organisationId: string, since: Dat
   );
 }
 
+/**
+ * Addresses of hosts this transaction created: none of theirs can exist yet (no other transaction
+ * sees such a host before this one commits), so they are plain inserts, each a change.
+ */
+export async function insertNewAddresses(db: Db, organisationId: string, a: { hostId: string; address: string; mac: string | null }[]): Promise<void> {
+  if (a.length === 0) return;
+  await sql`
+    insert into host_addresses (organisation_id, host_id, address, mac)
+    select ${organisationId}, h, addr::inet, m::macaddr from unnest(${a.map((x) => x.hostId)}::uuid[], ${a.map((x) => x.address)}::text[], ${a.map((x) => x.mac)}::text[]) as v(h, addr, m)`.execute(db);
+}
+
 export async function upsertInterfaces(db: Db, organisationId: string, since: Date, a: { hostId: string; name: string; mac: string | null }[]) {
   if (a.length === 0) return [];
   return rows(
@@ -257,21 +268,42 @@ export async function upsertServices(db: Db, organisationId: string, since: Date
   return [...(await upsertServiceGroup(db, organisationId, since, withState, true)), ...(await upsertServiceGroup(db, organisationId, since, withoutState, false))];
 }
 
+/** `insert into services … select … from unnest(…)` of these rows (a new row's state: 'open' unless given). */
+function insertServices(organisationId: string, s: ServiceRow[]) {
+  const col = <K extends keyof ServiceRow>(k: K) => s.map((x) => x[k]);
+  return sql`
+    insert into services (organisation_id, host_id, protocol, port, address, state, banner, name, product, vendor, version, cpe, signature_id, signature_source, confidence, evidence)
+    select ${organisationId}, v.h, v.pr, v.po, v.addr::inet, coalesce(v.st, 'open'), v.b, v.n, v.p, v.ve, v.v, v.c, v.si, v.ss, v.cf, v.ev
+    from unnest(${col('hostId')}::uuid[], ${col('protocol')}::text[], ${col('port')}::int[], ${col('address')}::text[], ${col('state')}::text[], ${col('banner')}::text[],
+                ${col('name')}::text[], ${col('product')}::text[], ${col('vendor')}::text[], ${col('version')}::text[], ${col('cpe')}::text[],
+                ${col('signatureId')}::text[], ${col('signatureSource')}::text[], ${col('confidence')}::smallint[], ${col('evidence')}::text[])
+      as v(h, pr, po, addr, st, b, n, p, ve, v, c, si, ss, cf, ev)`;
+}
+
+/**
+ * Services of hosts this transaction created (see insertNewAddresses): plain inserts, without the
+ * conflict arbiter's speculative insertion, each logged as created in the same statement.
+ */
+export async function insertNewServices(db: Db, organisationId: string, s: ServiceRow[]): Promise<void> {
+  if (s.length === 0) return;
+  await sql`
+    with up as (
+      ${insertServices(organisationId, s)}
+      returning id
+    )
+    insert into change_log (organisation_id, id, entity_type, entity_id, action)
+    select ${organisationId}, ${nextChangeId(sql`${organisationId}`)}, 'service', id, 'created' from up`.execute(db);
+}
+
 async function upsertServiceGroup(db: Db, organisationId: string, since: Date, s: ServiceRow[], stateKnown: boolean) {
   if (s.length === 0) return [];
-  const col = <K extends keyof ServiceRow>(k: K) => s.map((x) => x[k]);
   const facts = stateKnown ? [...SERVICE_FACTS, 'state'] : SERVICE_FACTS;
   const differs = facts.map((f) => `(excluded.${f} is not null and excluded.${f} is distinct from services.${f})`).join(' or ');
   const set = facts.map((f) => `${f} = coalesce(excluded.${f}, services.${f})`).join(', ');
   return rows(
     sql<{ keys: string | null }>`
       with up as (
-        insert into services (organisation_id, host_id, protocol, port, address, state, banner, name, product, vendor, version, cpe, signature_id, signature_source, confidence, evidence)
-        select ${organisationId}, v.h, v.pr, v.po, v.addr::inet, coalesce(v.st, 'open'), v.b, v.n, v.p, v.ve, v.v, v.c, v.si, v.ss, v.cf, v.ev
-        from unnest(${col('hostId')}::uuid[], ${col('protocol')}::text[], ${col('port')}::int[], ${col('address')}::text[], ${col('state')}::text[], ${col('banner')}::text[],
-                    ${col('name')}::text[], ${col('product')}::text[], ${col('vendor')}::text[], ${col('version')}::text[], ${col('cpe')}::text[],
-                    ${col('signatureId')}::text[], ${col('signatureSource')}::text[], ${col('confidence')}::smallint[], ${col('evidence')}::text[])
-          as v(h, pr, po, addr, st, b, n, p, ve, v, c, si, ss, cf, ev)
+        ${insertServices(organisationId, s)}
         on conflict (organisation_id, host_id, protocol, port) do update set
           ${sql.raw(set)}, gone_at = null, last_seen_at = now(),
           updated_at = case when ${sql.raw(differs)} or services.gone_at is not null then now() else services.updated_at end

@@ -71,8 +71,8 @@ export async function reconcile(tx: Transaction<DB>, source: Source, facts: Fact
   const { hostOf, created } = await resolveHosts(tx, source, facts);
   const host: HostOf = (f) => hostOf.get(f)!;
   const hosts = await reconcileHosts(tx, source, facts, host, created);
-  const addresses = await reconcileAddresses(tx, source, facts, host);
-  const services = await reconcileServices(tx, source, facts, host);
+  const addresses = await reconcileAddresses(tx, source, facts, host, created);
+  const services = await reconcileServices(tx, source, facts, host, created);
   // What a host page shows of the addresses, MACs and services just changed, stored on their hosts.
   await refreshHostSummaries(tx, source.organisationId, [...addresses.summaryHostIds, ...services.changedHostIds]);
   const steps: Step[] = [
@@ -94,6 +94,18 @@ export async function reconcile(tx: Transaction<DB>, source: Source, facts: Fact
     unchanged: steps.reduce((n, s) => n + s.unchanged, 0),
     changedHostIds: [...new Set([...steps.flatMap((s) => s.changedHostIds), ...back])],
   };
+}
+
+/**
+ * Rows of hosts this reconciliation created (a first sighting: every row of theirs is new, and no
+ * other transaction can write any before this one commits) apart from the rest, which need an upsert.
+ */
+function partitionByNewHost<T extends { hostId: string }>(rows: T[], created: Set<string>): [T[], T[]] {
+  if (created.size === 0) return [[], rows];
+  const fresh: T[] = [];
+  const known: T[] = [];
+  for (const r of rows) (created.has(r.hostId) ? fresh : known).push(r);
+  return [fresh, known];
 }
 
 /** The keys of the written rows that were created or changed. */
@@ -138,7 +150,7 @@ async function reconcileHosts(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf,
  * Addresses (with MACs) from every fact that names one, and interfaces; only address rows count as
  * rows. `summaryHostIds`: the hosts with an address or interface created or given a MAC.
  */
-async function reconcileAddresses(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step & { summaryHostIds: string[] }> {
+async function reconcileAddresses(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf, created: Set<string>): Promise<Step & { summaryHostIds: string[] }> {
   const addresses = mergeBy(
     [
       ...f.addresses.map((x) => ({ hostId: host(x.fingerprint), address: x.address, mac: orNull(x.mac) })),
@@ -147,7 +159,10 @@ async function reconcileAddresses(tx: Kysely<DB>, s: Source, f: Facts, host: Hos
     ],
     (a) => `${a.hostId}|${a.address}`,
   );
-  const changed = changedKeys(await repo.upsertAddresses(tx, s.organisationId, s.since, addresses), (r) => `${r.host_id}|${canonicalIp(r.address)}`);
+  const [fresh, known] = partitionByNewHost(addresses, created);
+  await repo.insertNewAddresses(tx, s.organisationId, fresh);
+  const changed = changedKeys(await repo.upsertAddresses(tx, s.organisationId, s.since, known), (r) => `${r.host_id}|${canonicalIp(r.address)}`);
+  for (const a of fresh) changed.add(`${a.hostId}|${a.address}`);
   const interfaces = mergeBy(f.hosts.flatMap((h) => (h.interfaces ?? []).map((i) => ({ hostId: host(h.fingerprint), name: i.name, mac: orNull(i.mac) }))), (i) => `${i.hostId}|${i.name}`);
   const changedInterfaces = (await repo.upsertInterfaces(tx, s.organisationId, s.since, interfaces)).filter((r) => r.changed).map((r) => r.host_id);
   return { ...step(f.addresses, (x) => `${host(x.fingerprint)}|${x.address}`, changed), summaryHostIds: [...hostsOf(changed), ...changedInterfaces] };
@@ -173,7 +188,7 @@ function addressesNamed(kinds: { fingerprint: string; address: string }[][], hos
 }
 
 /** Ports (state, banner) and what runs on them, merged per (host, protocol, port). */
-async function reconcileServices(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step> {
+async function reconcileServices(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf, created: Set<string>): Promise<Step> {
   const key = (hostId: string, protocol: string, port: number) => `${hostId}|${protocol}|${port}`;
   const rows = mergeBy(
     [
@@ -188,7 +203,10 @@ async function reconcileServices(tx: Kysely<DB>, s: Source, f: Facts, host: Host
     state: null, banner: null, name: null, product: null, vendor: null, version: null, cpe: null, signatureId: null, signatureSource: null, confidence: null, evidence: null,
     ...x,
   })) as repo.ServiceRow[];
-  const changed = new Set(await repo.upsertServices(tx, s.organisationId, s.since, rows));
+  const [fresh, known] = partitionByNewHost(rows, created);
+  await repo.insertNewServices(tx, s.organisationId, fresh);
+  const changed = new Set(await repo.upsertServices(tx, s.organisationId, s.since, known));
+  for (const x of fresh) changed.add(key(x.hostId, x.protocol, x.port));
   const ofRow = (x: { fingerprint: string; protocol: string; port: number }) => key(host(x.fingerprint), x.protocol, x.port);
   return { unchanged: unchangedRows(f.ports, ofRow, changed) + unchangedRows(f.services, ofRow, changed), changedHostIds: hostsOf(changed) };
 }
