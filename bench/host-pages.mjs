@@ -147,13 +147,20 @@ const certificateSql = (await capture((d) => repo.listCertificates(d, page(), {}
 
 // The page's SQL as it was before migration 0038 (three correlated subqueries per host), run side by side.
 const COMPUTED = {
-  addresses: 'array(select host(a.address) from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id order by a.address) as addresses',
+  addresses: 'array(select host(a.address) from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id order by a.address)',
   macs: `array(select distinct m.mac::text from (select mac from host_addresses a where a.organisation_id = hosts.organisation_id and a.host_id = hosts.id
-    union all select mac from host_interfaces i where i.organisation_id = hosts.organisation_id and i.host_id = hosts.id) m where m.mac is not null order by 1) as macs`,
-  open_port_count: "(select count(*)::int from services s where s.organisation_id = hosts.organisation_id and s.host_id = hosts.id and s.state = 'open' and s.gone_at is null) as open_port_count",
+    union all select mac from host_interfaces i where i.organisation_id = hosts.organisation_id and i.host_id = hosts.id) m where m.mac is not null order by 1)`,
+  open_port_count: "(select count(*)::int from services s where s.organisation_id = hosts.organisation_id and s.host_id = hosts.id and s.state = 'open' and s.gone_at is null)",
 };
+// The stored columns (read as JSON since issue 30, or plainly before) replaced by their computation.
 const hostComputedSql = hostSql.sql.includes('"open_port_count"')
-  ? { sql: Object.entries(COMPUTED).reduce((q, [c, e]) => q.replace(`"${c}"`, e), hostSql.sql), parameters: hostSql.parameters }
+  ? {
+      sql: Object.entries(COMPUTED).reduce(
+        (q, [c, e]) => q.replace(new RegExp(`array_to_json\\(${c}\\) as "${c}"|"${c}"`), (m) => (m.startsWith('array_to_json') ? `array_to_json(${e}) as "${c}"` : `${e} as ${c}`)),
+        hostSql.sql,
+      ),
+      parameters: hostSql.parameters,
+    }
   : hostSql;
 const storedColumns = (await sql`select column_name from information_schema.columns where table_schema = ${SCHEMA} and table_name = 'hosts'`.execute(db)).rows.map((r) => r.column_name);
 const hostBareColumns = ['id', 'seq', 'site_id', 'hostname', 'fqdn', 'vendor', 'os', 'device_type', 'parent_host_id', 'first_seen_at', 'last_seen_at', 'gone_at', 'created_at', 'updated_at',
@@ -167,10 +174,11 @@ const certificateBare = bare('certificates', ['id', 'seq', 'host_id', 'port', 's
 const key = await admin.createApiKey(db, { type: 'cli' }, { org: organisationId, userEmail: 'bench@bench.test', scopes: ['inventory:read'], name: `bench ${randomBytes(3).toString('hex')}` });
 const serve = await startServe({ url: URL_, schema: SCHEMA, env: { SERVICE_RATE_LIMIT_KEY_PER_MINUTE: '1000000', SERVICE_DB_POOL_MAX: String(CONNECTIONS) } });
 /** Requests (or queries) a second from CONNECTIONS loops in a worker thread for `seconds`. */
-function rate(mode, q, seconds) {
+function rate(mode, q, seconds, name) {
   return new Promise((resolve, reject) => {
     const w = new Worker(new URL('./load-worker.mjs', import.meta.url), {
-      workerData: { mode, seconds, concurrency: CONNECTIONS, url: `${serve.base}/api/v1/hosts?limit=50`, token: key.token, databaseUrl: URL_, schema: SCHEMA, sql: q?.sql, parameters: q?.parameters, rawValues: true },
+      // Every statement prepared once per connection, as the server sends its page reads.
+      workerData: { mode, seconds, concurrency: CONNECTIONS, url: `${serve.base}/api/v1/hosts?limit=50`, token: key.token, databaseUrl: URL_, schema: SCHEMA, sql: q?.sql, parameters: q?.parameters, rawValues: true, statementName: q ? `bench_${name}` : undefined },
     });
     w.once('message', resolve);
     w.once('error', reject);
@@ -190,11 +198,11 @@ const serveCpu = () => {
   return (Number(f[11]) + Number(f[12])) * 10_000; // clock ticks of 10 ms
 };
 const apiCpu = [];
-for (const [mode, q] of Object.values(paths)) await rate(mode, q, 1);
+for (const [name, [mode, q]] of Object.entries(paths)) await rate(mode, q, 1, name);
 for (let round = 0; round < ROUNDS; round++) {
   for (const [name, [mode, q]] of Object.entries(paths)) {
     const cpu0 = serveCpu();
-    samples[name].push(await rate(mode, q, SECONDS / ROUNDS));
+    samples[name].push(await rate(mode, q, SECONDS / ROUNDS, name));
     if (name === 'api') apiCpu.push((serveCpu() - cpu0) / (samples.api.at(-1) * (SECONDS / ROUNDS)));
   }
 }

@@ -4,7 +4,7 @@ import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
 
-const { mode, seconds, concurrency, url, token, databaseUrl, schema, sql, parameters, rawValues } = workerData;
+const { mode, seconds, concurrency, url, token, databaseUrl, schema, sql, parameters, rawValues, statementName } = workerData;
 let one;
 let pool;
 if (mode === 'api') {
@@ -26,7 +26,8 @@ if (mode === 'api') {
   // so the figure is the database's and the protocol's, whatever the columns' types.
   const raw = rawValues ? { types: { getTypeParser: () => (v) => v } } : {};
   pool = new pg.Pool({ connectionString: databaseUrl, max: concurrency, options: `-c search_path=${schema}`, ...raw });
-  one = () => pool.query(sql, parameters);
+  // statementName: sent as the server sends its page reads, a statement prepared once per connection.
+  one = statementName ? () => pool.query({ name: statementName, text: sql, values: parameters }) : () => pool.query(sql, parameters);
 }
 let n = 0;
 const end = Date.now() + seconds * 1000;

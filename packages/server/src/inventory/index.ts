@@ -8,6 +8,6 @@ import { registerInventoryRoutes } from './inventory.routes.js';
  */
 export const inventoryModule: Module = {
   name: 'inventory',
-  routes: (app, { db, secretKey }) => registerInventoryRoutes(app, { db, cursors: new CursorCodec(secretKey) }),
+  routes: (app, { db, database, secretKey }) => registerInventoryRoutes(app, { db, database, cursors: new CursorCodec(secretKey) }),
   events: ['vulnerability.opened'],
 };

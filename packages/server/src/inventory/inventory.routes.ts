@@ -1,6 +1,7 @@
 import { type CollectionName, routeOfCollection as collections, routes } from '@surveyor/contract';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
+import type { Database } from '../db/database.js';
 import type { DB } from '../db/schema.js';
 import { keyActor, sessionPrincipal } from '../http/principals.js';
 import { addRoute } from '../http/route.js';
@@ -8,10 +9,10 @@ import type { CursorCodec } from './cursor.js';
 import * as inventory from './inventory.service.js';
 
 /** The eight collection reads and the inventory writes (spec 4.1, 4.3). */
-export function registerInventoryRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; cursors: CursorCodec }): void {
-  const { db, cursors } = deps;
+export function registerInventoryRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; database: Database; cursors: CursorCodec }): void {
+  const { db, database, cursors } = deps;
   for (const [name, def] of Object.entries(collections) as [CollectionName, (typeof collections)[CollectionName]][]) {
-    addRoute(app, def, async (request) => inventory.listCollection(db, cursors, keyActor(request).organisationId, name, request.query as never));
+    addRoute(app, def, async (request) => inventory.listCollection(db, cursors, keyActor(request).organisationId, name, request.query as never, database.prepared));
   }
 
   addRoute(app, routes.countServices, async (request) => inventory.countServices(db, keyActor(request).organisationId, request.query));

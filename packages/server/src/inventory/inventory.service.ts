@@ -2,6 +2,7 @@ import { type CertificateExpiryWindow, type CollectionName, type VulnerabilitySt
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
+import type { Database } from '../db/database.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { logChanges } from '../events/changes.js';
@@ -164,12 +165,15 @@ const listers: { [N in CollectionName]: (db: Kysely<DB>, p: repo.PageArgs, q: Qu
   topologies: async (db, p, q) => (await repo.listTopologies(db, p, q)).map((r) => ({ seq: r.seq, item: toTopology(r) })),
 };
 
-/** One page of a collection: `limit` rows after the cursor, and the cursor of the next page when more follow. */
-export async function listCollection<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>) {
+/**
+ * One page of a collection: `limit` rows after the cursor, and the cursor of the next page when more follow.
+ * With `prepared` (the web process's `Database.prepared`, outside any transaction), pages of a fixed shape run as prepared statements.
+ */
+export async function listCollection<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>, prepared?: Database['prepared']) {
   const { limit, cursor, ...filters } = query as Query<N> & { limit: number; cursor?: string };
   const after = cursor ? cursors.decode(organisationId, name, filters, cursor) : 0;
   const desc = (filters as { order?: 'asc' | 'desc' }).order === 'desc';
-  const rows = await listers[name](db, { organisationId, after, take: limit + 1, desc }, query);
+  const rows = await listers[name](db, { organisationId, after, take: limit + 1, desc, prepared }, query);
   const hasMore = rows.length > limit;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;
   return {
