@@ -167,19 +167,22 @@ export async function updateHosts(db: Db, organisationId: string, since: Date, h
  * session that started later must see this sighting, or it would mark the host gone:
  * markHostsGone), and a gone host is back. Returns the hosts that were gone.
  */
-export async function touchHosts(db: Db, organisationId: string, since: Date, hostIds: string[]) {
+export async function touchHosts(db: Db, organisationId: string, since: Date, hostIds: readonly string[]) {
   if (hostIds.length === 0) return [];
-  // The rows are locked in id order, so this statement of two batches naming the same hosts never
-  // waits in a cycle; `old` is each row as locked: its gone_at before this update.
+  // The rows are locked in the order of `hostIds` (the caller sorts them), so this statement of two
+  // batches naming the same hosts never waits in a cycle: a lateral probe of the primary key for each
+  // id, in turn (where a scan of the organisation's hosts in key order, filtered by the ids, is what
+  // the planner chose for `id = any(...) order by id`); `old` is each row as locked: its gone_at
+  // before this update.
   const r = await rows(
     sql<{ id: string; was_gone: boolean }>`
       update hosts h set last_seen_at = now(), gone_at = null, updated_at = case when old.gone_at is not null then now() else h.updated_at end
-      from (
+      from unnest(${hostIds}::uuid[]) as v(id) cross join lateral (
         select id, gone_at from hosts
-        where organisation_id = ${organisationId} and id = any(${hostIds}::uuid[])
+        where organisation_id = ${organisationId} and id = v.id
           and (gone_at is not null or last_seen_at < greatest(${since}::timestamptz, (
             select max(started_at) from scan_sessions where organisation_id = ${organisationId} and state in ('dispatched', 'running'))))
-        order by id for update
+        for update
       ) old
       where h.organisation_id = ${organisationId} and h.id = old.id
       returning h.id, old.gone_at is not null as was_gone`,

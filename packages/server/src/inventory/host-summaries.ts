@@ -39,7 +39,9 @@ export async function refreshHostSummaries(db: Kysely<DB>, organisationId: strin
   // NO KEY UPDATE, the lock the update takes anyway: a FOR UPDATE would also wait for the KEY SHARE
   // locks that both batches' inserts of addresses and services hold on their hosts (foreign keys),
   // each batch waiting for the other.
-  await sql`select 1 from hosts where organisation_id = ${organisationId} and id = any(${ids}::uuid[]) order by id for no key update`.execute(db);
+  // Each id in turn (sorted above) probes the primary key: `id = any(...) order by id` read the
+  // organisation's hosts in key order, filtering by the ids, a scan growing with the inventory.
+  await sql`select 1 from unnest(${ids}::uuid[]) as v(id) cross join lateral (select 1 from hosts where organisation_id = ${organisationId} and id = v.id for no key update) h`.execute(db);
   const c = computedSummary('h');
   await sql`
     update hosts t set addresses = v.addresses, macs = v.macs, open_port_count = v.open_port_count
