@@ -30,7 +30,8 @@ function random(seed: number) {
 }
 
 const mac = (host: number, k: number) => `00:16:3e:09:${String(host).padStart(2, '0')}:${String(k).padStart(2, '0')}`;
-const address = (host: number, k: number) => `10.9.0.${host * 10 + k + 1}`;
+/** A host's k-th address: where text order and address order differ (10.9.0.9 < 10.9.0.10), and IPv6 after IPv4. */
+const address = (host: number, k: number) => [`10.9.0.${host + 4}`, `10.9.0.${host * 10 + 10}`, `10.9.0.${100 + host}`, `fd00:9::${host + 1}`][k]!;
 
 /** A batch of a session seeing some of hosts 0..5: addresses with or without (other) MACs, interfaces, ports in any state, services. */
 function randomBatch(r: ReturnType<typeof random>, sessionId: string, final: boolean): Json {

@@ -4,7 +4,7 @@ import { canonicalIp, parseCidr } from '@surveyor/contract';
 import type { DB } from '../db/schema.js';
 import { assessChain, trustFromDates } from './certificates.js';
 import { type Facts, mergeBy, orNull } from './facts.js';
-import { refreshHostSummaries } from '../inventory/host-summaries.js';
+import { type NewHostSummary, refreshHostSummaries, storeNewHostSummaries } from '../inventory/host-summaries.js';
 import { resolveHosts } from './identity.js';
 import * as repo from './ingest.repo.js';
 
@@ -74,8 +74,10 @@ export async function reconcile(tx: Transaction<DB>, source: Source, facts: Fact
   const hosts = await reconcileHosts(tx, source, facts, host, created);
   const addresses = await reconcileAddresses(tx, source, facts, host, created);
   const services = await reconcileServices(tx, source, facts, host, created);
-  // What a host page shows of the addresses, MACs and services just changed, stored on their hosts.
-  await refreshHostSummaries(tx, source.organisationId, [...addresses.summaryHostIds, ...services.changedHostIds]);
+  // What a host page shows of the addresses, MACs and services just changed, stored on their hosts:
+  // a new host's from the rows just inserted (all it has), the others' recomputed from their rows.
+  await storeNewHostSummaries(tx, source.organisationId, newHostSummaries(created, addresses.fresh, services.fresh));
+  await refreshHostSummaries(tx, source.organisationId, [...addresses.summaryHostIds, ...services.changedHostIds].filter((id) => !created.has(id)));
   const steps: Step[] = [
     hosts,
     addresses,
@@ -120,6 +122,22 @@ async function planByKeys(tx: Transaction<DB>): Promise<void> {
   await sql`set local random_page_cost = 1.1`.execute(tx);
 }
 
+/**
+ * What the page of each host created just now shows, from the rows inserted for it (all it has):
+ * its addresses, its MACs (addresses' and interfaces'; a row with a null address carries only a
+ * MAC) and its open services, as storeNewHostSummaries takes them.
+ */
+function newHostSummaries(created: Set<string>, addresses: { hostId: string; address: string | null; mac: string | null }[], services: repo.ServiceRow[]): NewHostSummary[] {
+  const of = new Map<string, NewHostSummary>([...created].map((id) => [id, { hostId: id, addresses: [], macs: [], openPortCount: 0 }]));
+  for (const a of addresses) {
+    const h = of.get(a.hostId)!;
+    if (a.address !== null) h.addresses.push(a.address);
+    if (a.mac !== null) h.macs.push(a.mac);
+  }
+  for (const x of services) if ((x.state ?? 'open') === 'open') of.get(x.hostId)!.openPortCount++;
+  return [...of.values()];
+}
+
 /** The keys of the written rows that were created or changed. */
 function changedKeys<R extends { changed: boolean }>(written: R[], key: (r: R) => string): Set<string> {
   const out = new Set<string>();
@@ -162,7 +180,7 @@ async function reconcileHosts(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf,
  * Addresses (with MACs) from every fact that names one, and interfaces; only address rows count as
  * rows. `summaryHostIds`: the hosts with an address or interface created or given a MAC.
  */
-async function reconcileAddresses(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf, created: Set<string>): Promise<Step & { summaryHostIds: string[] }> {
+async function reconcileAddresses(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf, created: Set<string>): Promise<Step & { summaryHostIds: string[]; fresh: { hostId: string; address: string | null; mac: string | null }[] }> {
   const addresses = mergeBy(
     [
       ...f.addresses.map((x) => ({ hostId: host(x.fingerprint), address: x.address, mac: orNull(x.mac) })),
@@ -177,7 +195,13 @@ async function reconcileAddresses(tx: Kysely<DB>, s: Source, f: Facts, host: Hos
   for (const a of fresh) changed.add(`${a.hostId}|${a.address}`);
   const interfaces = mergeBy(f.hosts.flatMap((h) => (h.interfaces ?? []).map((i) => ({ hostId: host(h.fingerprint), name: i.name, mac: orNull(i.mac) }))), (i) => `${i.hostId}|${i.name}`);
   const changedInterfaces = (await repo.upsertInterfaces(tx, s.organisationId, s.since, interfaces)).filter((r) => r.changed).map((r) => r.host_id);
-  return { ...step(f.addresses, (x) => `${host(x.fingerprint)}|${x.address}`, changed), summaryHostIds: [...hostsOf(changed), ...changedInterfaces] };
+  const freshMacs = interfaces.filter((i) => i.mac !== null && created.has(i.hostId)).map((i) => ({ hostId: i.hostId, address: null, mac: i.mac }));
+  return {
+    ...step(f.addresses, (x) => `${host(x.fingerprint)}|${x.address}`, changed),
+    summaryHostIds: [...hostsOf(changed), ...changedInterfaces],
+    // The new hosts' address rows and interface MACs: all they have.
+    fresh: [...fresh, ...freshMacs],
+  };
 }
 
 /**
@@ -200,7 +224,7 @@ function addressesNamed(kinds: { fingerprint: string; address: string }[][], hos
 }
 
 /** Ports (state, banner) and what runs on them, merged per (host, protocol, port). */
-async function reconcileServices(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf, created: Set<string>): Promise<Step> {
+async function reconcileServices(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf, created: Set<string>): Promise<Step & { fresh: repo.ServiceRow[] }> {
   const key = (hostId: string, protocol: string, port: number) => `${hostId}|${protocol}|${port}`;
   const rows = mergeBy(
     [
@@ -220,7 +244,7 @@ async function reconcileServices(tx: Kysely<DB>, s: Source, f: Facts, host: Host
   const changed = new Set(await repo.upsertServices(tx, s.organisationId, s.since, known));
   for (const x of fresh) changed.add(key(x.hostId, x.protocol, x.port));
   const ofRow = (x: { fingerprint: string; protocol: string; port: number }) => key(host(x.fingerprint), x.protocol, x.port);
-  return { unchanged: unchangedRows(f.ports, ofRow, changed) + unchangedRows(f.services, ofRow, changed), changedHostIds: hostsOf(changed) };
+  return { unchanged: unchangedRows(f.ports, ofRow, changed) + unchangedRows(f.services, ofRow, changed), changedHostIds: hostsOf(changed), fresh };
 }
 
 /** Certificates, read from their chain when there is one (subject, validity, trust), else from the dates given. */

@@ -52,3 +52,31 @@ export async function refreshHostSummaries(db: Kysely<DB>, organisationId: strin
     where t.organisation_id = ${organisationId} and t.id = v.id
       and (t.addresses, t.macs, t.open_port_count) is distinct from (v.addresses, v.macs, v.open_port_count)`.execute(db);
 }
+
+/** What a new host's page shows, from the rows just written for it: addresses and MACs as written (any order, repeats allowed). */
+export interface NewHostSummary {
+  hostId: string;
+  addresses: string[];
+  macs: string[];
+  openPortCount: number;
+}
+
+/** One host's list as an array literal: addresses and MACs hold no comma, brace, quote or space. */
+const arrayLiteral = (xs: string[]) => `{${xs.join(',')}}`;
+
+/**
+ * Stores the page columns of hosts created in the caller's transaction, from the rows it wrote for
+ * them (all they have: no other transaction sees a host before its creator commits), instead of
+ * reading them back: PostgreSQL orders the addresses and MACs and removes repeats as the
+ * computation from the rows does. One statement; about a tenth of refreshHostSummaries's cost.
+ */
+export async function storeNewHostSummaries(db: Kysely<DB>, organisationId: string, hosts: readonly NewHostSummary[]): Promise<void> {
+  if (hosts.length === 0) return;
+  await sql`
+    update hosts t set
+      addresses = array(select host(a) from unnest(v.a::inet[]) a group by a order by a),
+      macs = array(select m::text from unnest(v.m::macaddr[]) m group by m order by 1),
+      open_port_count = v.c
+    from unnest(${hosts.map((h) => h.hostId)}::uuid[], ${hosts.map((h) => arrayLiteral(h.addresses))}::text[], ${hosts.map((h) => arrayLiteral(h.macs))}::text[], ${hosts.map((h) => h.openPortCount)}::int[]) as v(id, a, m, c)
+    where t.organisation_id = ${organisationId} and t.id = v.id`.execute(db);
+}
