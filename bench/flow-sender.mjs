@@ -3,6 +3,7 @@
 // first, then time sending them: `api` posts JSON bodies, one sequential stream per daemon, all
 // daemons at once; `copy` runs COPY of the same rows over as many connections, into `table`
 // (default `flows`; bench/flow-storage.mjs also copies into a table without indexes).
+import { readFileSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
@@ -40,6 +41,30 @@ for (let from = 0, k = 0; from < flows; from += batch, k++) {
   );
 }
 
+// CPU time (s) of this process (web process and sender) and of every PostgreSQL process on the
+// machine (Linux /proc; other clients of the same server included), to tell where a record's time goes.
+const TICK = 100;
+function postgresCpu() {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      const close = stat.lastIndexOf(')');
+      if (!stat.slice(stat.indexOf('(') + 1, close).startsWith('postgres')) continue;
+      const f = stat.slice(close + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {}
+  }
+  return ticks / TICK;
+}
+const cpu = () => {
+  const u = process.cpuUsage();
+  return { self: (u.user + u.system) / 1e6, postgres: postgresCpu() };
+};
+let cpu0;
+let cpu1;
+
 let stored = 0;
 let seconds;
 if (mode === 'api') {
@@ -55,6 +80,7 @@ if (mode === 'api') {
       req.on('error', reject);
       req.end(body);
     });
+  cpu0 = cpu();
   const t0 = process.hrtime.bigint();
   await Promise.all(
     daemons.map(async (headers, k) => {
@@ -72,6 +98,7 @@ if (mode === 'api') {
     await c.connect();
     clients.push(c);
   }
+  cpu0 = cpu();
   const t0 = process.hrtime.bigint();
   await Promise.all(
     clients.map(async (c, k) => {
@@ -87,6 +114,9 @@ if (mode === 'api') {
     }),
   );
   seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  // Before the connections close: a closed backend's CPU time is gone from /proc.
+  cpu1 = cpu();
   for (const c of clients) await c.end();
 }
-parentPort.postMessage({ seconds, stored });
+cpu1 ??= cpu();
+parentPort.postMessage({ seconds, stored, cpu: { self: cpu1.self - cpu0.self, postgres: cpu1.postgres - cpu0.postgres } });

@@ -95,7 +95,9 @@ if (PARTS.includes('ingest')) {
     const bare = await send('copy', 'flows_bare', shape);
     const api = await send('api', undefined, shape);
     if (api.stored !== FLOWS) throw new Error(`stored ${api.stored} of ${FLOWS}`);
-    result.ingest[shape] = { bare: FLOWS / bare.seconds, api: FLOWS / api.seconds, ratio: bare.seconds / api.seconds };
+    // CPU µs a record: of this process (web process and client thread) and of PostgreSQL's processes.
+    const us = (r) => ({ process: (r.cpu.self / FLOWS) * 1e6, postgres: (r.cpu.postgres / FLOWS) * 1e6 });
+    result.ingest[shape] = { bare: FLOWS / bare.seconds, api: FLOWS / api.seconds, ratio: bare.seconds / api.seconds, cpuUs: { bare: us(bare), api: us(api) } };
     console.log('ingest', shape, result.ingest[shape]);
   }
   const sizes = await sql`select relname, pg_total_relation_size(oid)::float8 / 1048576 as mb from pg_class where relnamespace = ${SCHEMA}::regnamespace and relkind in ('r') and (relname like 'flow%') order by 1`.execute(db);

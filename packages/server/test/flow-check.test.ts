@@ -1,7 +1,8 @@
 import { FlowsRequest } from '@surveyor/contract';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkFlowsFast } from '../src/ingest/flow-check.js';
+import { checkFlowsFast, scanFlows } from '../src/ingest/flow-check.js';
+import { copyRowsOf } from '../src/ingest/flows.js';
 
 // The flow route's fast body check (issue 30) may only ever accept what FlowsRequest accepts,
 // with the same output; what it does not accept goes to the schema.
@@ -78,4 +79,55 @@ describe('flow delivery fast check (issue 30)', () => {
     ])
       expect(checkFlowsFast(b)).toBeNull();
   });
+
+  // scanFlows reads a body's bytes straight into COPY rows: it may only accept what JSON.parse and
+  // the schema accept, with the same records and the same rows (so the same digest) as that path.
+  const spellings = fc.constantFrom(
+    (b: unknown) => JSON.stringify(b),
+    (b: unknown) => JSON.stringify(b, null, 2),
+    (b: unknown) => ` \r\n${JSON.stringify(b, null, '\t')}\n`,
+    // Keys in another order.
+    (b: unknown) => JSON.stringify(b, (_k, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).reverse()) : v)),
+  );
+  it('reads from the bytes only what the schema accepts, into the rows the object path stores', () => {
+    let scanned = 0;
+    const timestamps = fc.constantFrom('2026-11-27T10:01:00.1Z', '2026-11-27T10:01:00.123456Z', '2026-11-27T10:01:00.1234567Z', '1999-12-31T23:59:59.999999-01:00', '1969-07-20T20:17:40.5Z');
+    const withTimes = body.chain((b) => (Array.isArray(b.flows) && b.flows.length && typeof b.flows[0] === 'object' && b.flows[0] ? timestamps.map((bs) => ({ ...b, flows: [{ ...(b.flows as object[])[0], bucketStart: bs }, ...(b.flows as object[]).slice(1)] })) : fc.constant(b)));
+    fc.assert(
+      fc.property(fc.oneof(body, withTimes), spellings, (b, spell) => {
+        const text = spell(b);
+        const fast = scanFlows(Buffer.from(text));
+        if (fast === null) return;
+        scanned++;
+        const slow = FlowsRequest.safeParse(JSON.parse(text));
+        expect(slow.success).toBe(true);
+        expect(fast.flows).toEqual(slow.data!.flows);
+        expect(fast.dropped).toBe(slow.data!.dropped);
+        expect(fast.count).toBe(slow.data!.flows.length);
+        expect(fast.rows.toString()).toBe(copyRowsOf(slow.data!.flows));
+        expect(fast.tuples.length).toBe(fast.count);
+      }),
+      { numRuns: 3000 },
+    );
+    expect(scanned).toBeGreaterThan(50);
+  });
+
+  it('leaves to JSON.parse what is not in the plain form', () => {
+    const plain = (b: unknown) => scanFlows(Buffer.from(JSON.stringify(b)));
+    expect(plain({ flows: [good], dropped: 2 })?.count).toBe(1);
+    for (const text of [
+      JSON.stringify({ flows: [{ ...good, source: 'a\\b' }] }),
+      JSON.stringify({ flows: [{ ...good, source: 'é' }] }),
+      JSON.stringify({ flows: [good] }).replace('443', '443.0'),
+      JSON.stringify({ flows: [good] }).replace('443', '4.43e2'),
+      JSON.stringify({ flows: [good] }).replace('"bytes":1200', '"bytes":01200'),
+      JSON.stringify({ flows: [good], dropped: 1 }).replace('"dropped":1', '"dropped":1,"dropped":2'),
+      JSON.stringify({ flows: [{ ...good, bucketStart: '2026-11-27T10:01:00.1234567Z' }] }),
+      `${JSON.stringify({ flows: [good] })}x`,
+      JSON.stringify({ flows: [good] }).slice(0, -1),
+      '\ufeff{"flows":[]}',
+    ])
+      expect(scanFlows(Buffer.from(text))).toBeNull();
+  });
 });
+

@@ -6,6 +6,7 @@ import type { DaemonPrincipal } from '../daemons/daemons.service.js';
 import { ownDaemon } from '../daemons/daemons.service.js';
 import { copyRows, copyText } from '../db/copy.js';
 import type { DB } from '../db/schema.js';
+import { OWNER_AT, OWNER_BYTES, ScannedFlows } from './flow-check.js';
 import { DAY, FLOW_TABLES, ensurePartitions } from './flow-partitions.js';
 import { foldIntoRollups } from './flow-rollups.js';
 
@@ -68,11 +69,14 @@ export interface PreparedFlows {
   outOfWindow: number;
   dropped: number;
   digest: string;
-  /** The records to store, for the late ones' rollups (flow-rollups.ts), and as COPY rows of RECORD_COLUMNS. */
-  kept: Flow[];
-  rows: string;
+  /** The records to store as COPY rows of RECORD_COLUMNS (storeFlows puts the owner in front of each). */
+  rows: Buffer;
+  /** The records to store as array literals (columnsOf), for the late ones' rollups (flow-rollups.ts): made only when some are late. */
+  columns: () => readonly string[];
   /** The earliest bucket stored (ms), to tell whether any record falls in hours already rolled up. */
   firstAt: number;
+  /** The same records in COPY's binary format, owners blank (flow-check.ts ScannedFlows), when read from the body's bytes. */
+  binary?: { data: Buffer; tuples: Int32Array };
 }
 
 /** The stored columns of a record, after (organisation_id, daemon_id), in COPY order. */
@@ -84,12 +88,44 @@ const RECORD_COLUMNS = ['bucket_start', 'src_ip', 'dst_ip', 'dst_port', 'protoco
  * but protocol and source is validated to characters COPY takes as they are (canonical addresses,
  * RFC 3339 times, integers); protocol and source names repeat, each distinct one escaped once.
  */
-function copyRowsOf(f: Flow[]): string {
+export function copyRowsOf(f: Flow[]): string {
   const texts = new Map<string, string>();
   const text = (v: string) => texts.get(v) ?? texts.set(v, copyText(v)).get(v)!;
   let out = '';
   for (const x of f) out += `${x.bucketStart}\t${x.srcIp}\t${x.dstIp}\t${x.dstPort}\t${text(x.protocol.toLowerCase())}\t${x.packets}\t${x.bytes}\t${text(x.source)}\n`;
   return out;
+}
+
+/**
+ * The digest a retry is recognised by: of the COPY rows of every record of the delivery (inside the
+ * window or not) and of `dropped`. The same bytes whichever way the body was read (scanFlows or
+ * JSON.parse), and the same digest as before issue 30's byte path.
+ */
+const digestOf = (rows: Buffer, dropped: number) => createHash('sha256').update(rows).update(`|${dropped}`).digest('hex');
+
+/** COPY rows with the owner's columns (`<organisation>\t<daemon>\t`) in front of each. */
+function withOwner(rows: Buffer, owner: string): Buffer {
+  const o = Buffer.from(owner);
+  let n = 0;
+  for (let i = rows.indexOf(10); i !== -1; i = rows.indexOf(10, i + 1)) n++;
+  const out = Buffer.allocUnsafe(rows.length + n * o.length);
+  let at = 0;
+  for (let s = 0, i = rows.indexOf(10); i !== -1; s = i + 1, i = rows.indexOf(10, s)) {
+    at += o.copy(out, at);
+    at += rows.copy(out, at, s, i + 1);
+  }
+  return out;
+}
+
+/** Binary COPY tuples (flow-check.ts ScannedFlows) with the owner's two uuids written into each one's blank. */
+function ownedTuples({ data, tuples }: { data: Buffer; tuples: Int32Array }, organisationId: string, daemonId: string): Buffer {
+  const owner = Buffer.alloc(OWNER_BYTES);
+  owner.writeInt32BE(16, 0);
+  owner.write(organisationId.replace(/-/g, ''), 4, 'hex');
+  owner.writeInt32BE(16, 20);
+  owner.write(daemonId.replace(/-/g, ''), 24, 'hex');
+  for (let t = 0; t < tuples.length; t++) data.set(owner, tuples[t]! + OWNER_AT);
+  return data;
 }
 
 /** Columns as PostgreSQL array literals (bucket_start … bytes), for the late records' rollups. */
@@ -113,9 +149,21 @@ export function columnsOf(f: Flow[]): readonly string[] {
  * each in a short one of its own: creating one locks the flows table, which a batch's transaction
  * must not hold. A partition made for a batch that then fails stays, empty.
  */
-export async function prepareFlows(db: Kysely<DB>, f: Flow[], dropped: number, now = Date.now()): Promise<PreparedFlows> {
+export async function prepareFlows(db: Kysely<DB>, f: Flow[] | ScannedFlows, dropped: number, now = Date.now()): Promise<PreparedFlows> {
   const from = now - FLOW_RETENTION_DAYS * DAY;
   const to = now + FLOW_FUTURE_TOLERANCE_MS;
+  if (f instanceof ScannedFlows) {
+    // Read from the body's bytes (flow-check.ts): used as they are when every record is inside the window.
+    if (f.firstAt >= from && f.lastAt <= to) {
+      const scanned = f;
+      await ensurePartitions(db, scanned.days);
+      return {
+        records: f.count, outOfWindow: 0, dropped, digest: digestOf(f.rows, dropped), rows: f.rows, columns: () => columnsOf(scanned.flows), firstAt: f.firstAt,
+        binary: { data: f.binary, tuples: f.tuples },
+      };
+    }
+    f = f.flows;
+  }
   const kept: Flow[] = [];
   const days = new Set<string>();
   let firstAt = Number.POSITIVE_INFINITY;
@@ -133,10 +181,12 @@ export async function prepareFlows(db: Kysely<DB>, f: Flow[], dropped: number, n
     kept.push(x);
     if (at < firstAt) firstAt = at;
   }
-  const all = copyRowsOf(f);
-  const digest = createHash('sha256').update(all).update(`|${dropped}`).digest('hex');
+  const all = Buffer.from(copyRowsOf(f));
   await ensurePartitions(db, [...days].map((d) => Date.parse(`${d}T00:00:00Z`)));
-  return { records: kept.length, outOfWindow: f.length - kept.length, dropped, digest, kept, rows: kept.length === f.length ? all : copyRowsOf(kept), firstAt };
+  return {
+    records: kept.length, outOfWindow: f.length - kept.length, dropped, digest: digestOf(all, dropped),
+    rows: kept.length === f.length ? all : Buffer.from(copyRowsOf(kept)), columns: () => columnsOf(kept), firstAt,
+  };
 }
 
 /**
@@ -154,10 +204,11 @@ export async function storeFlows(tx: Transaction<DB>, organisationId: string, da
     on conflict do nothing returning 1`.execute(tx);
   if (fresh.rows.length === 0) return { accepted: 0 };
   if (p.records > 0) {
+    const columns = ['organisation_id', 'daemon_id', ...RECORD_COLUMNS];
+    if (p.binary) await copyRows(tx, 'flows', columns, ownedTuples(p.binary, organisationId, daemonId), true);
     // Each row ends in the only raw newline it has (COPY escapes one inside a value): the owner goes in front of each.
-    const owner = `${organisationId}\t${daemonId}\t`;
-    await copyRows(tx, 'flows', ['organisation_id', 'daemon_id', ...RECORD_COLUMNS], owner + p.rows.slice(0, -1).replaceAll('\n', `\n${owner}`) + '\n');
-    await foldIntoRollups(tx, organisationId, () => columnsOf(p.kept), p.firstAt);
+    else await copyRows(tx, 'flows', columns, withOwner(p.rows, `${organisationId}\t${daemonId}\t`));
+    await foldIntoRollups(tx, organisationId, p.columns, p.firstAt);
   }
   if (p.dropped > 0) await addDropped(tx, organisationId, daemonId, p.dropped);
   return { accepted: p.records };
@@ -166,12 +217,12 @@ export async function storeFlows(tx: Transaction<DB>, organisationId: string, da
 /** A delivery to POST /daemon/flows (spec 4.4): its records stored in one transaction of their own. */
 export async function ingestFlows(db: Kysely<DB>, p: DaemonPrincipal, body: z.output<typeof FlowsRequest>): Promise<{ accepted: number; outOfWindow: number }> {
   const daemon = await ownDaemon(db, p);
-  if (body.flows.length === 0) {
+  if ((body instanceof ScannedFlows ? body.count : body.flows.length) === 0) {
     // Nothing to recognise a retry by: a delivery of `dropped` alone is counted as it comes.
     if (body.dropped > 0) await addDropped(db, p.organisationId, daemon.id, body.dropped);
     return { accepted: 0, outOfWindow: 0 };
   }
-  const prepared = await prepareFlows(db, body.flows, body.dropped);
+  const prepared = await prepareFlows(db, body instanceof ScannedFlows ? body : body.flows, body.dropped);
   const stored = await db.transaction().execute((trx) => storeFlows(trx, p.organisationId, daemon.id, prepared));
   return { ...stored, outOfWindow: prepared.outOfWindow };
 }

@@ -6,7 +6,7 @@ import type { DB } from '../db/schema.js';
 import { daemonPrincipal } from '../http/principals.js';
 import { noteNulEscape } from '../http/nul.js';
 import { addRoute } from '../http/route.js';
-import { checkFlowsFast } from './flow-check.js';
+import { checkFlowsFast, scanFlows } from './flow-check.js';
 import { ingestFlows } from './flows.js';
 import { ingestObservationBatch } from './observations.js';
 
@@ -29,7 +29,31 @@ export function registerIngestRoutes(app: FastifyInstance, deps: { db: Kysely<DB
       }
     });
     addRoute(ingest, routes.daemonObservations, async (request) => ingestObservationBatch(db, daemonPrincipal(request), request.body), { bodyLimit: config.ingestBodyLimitBytes });
-    addRoute(ingest, routes.daemonFlows, async (request) => ingestFlows(db, daemonPrincipal(request), request.body), {
+  });
+
+  // Flow deliveries (issue 30): read from their bytes into COPY rows when in the plain form daemons
+  // send (scanFlows: no record objects, the cost of JSON.parse and its garbage); any other body is
+  // parsed as JSON as above and checked by checkFlowsFast, then the schema.
+  void app.register(async (flows) => {
+    flows.removeContentTypeParser('application/json');
+    flows.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+      const bytes = body as Buffer;
+      if (bytes.length === 0) return done(Object.assign(new Error('The body is empty but declared as JSON.'), { statusCode: 400, code: 'FST_ERR_CTP_EMPTY_JSON_BODY' }), undefined);
+      const scanned = scanFlows(bytes);
+      if (scanned) {
+        // Its strings hold no escape at all, so no NUL: nothing for the app's NUL walk.
+        noteNulEscape(request, '');
+        return done(null, scanned);
+      }
+      const text = bytes.toString('utf8');
+      noteNulEscape(request, text);
+      try {
+        done(null, JSON.parse(text));
+      } catch (err) {
+        done(Object.assign(err as Error, { statusCode: 400 }), undefined);
+      }
+    });
+    addRoute(flows, routes.daemonFlows, async (request) => ingestFlows(db, daemonPrincipal(request), request.body), {
       bodyLimit: config.ingestBodyLimitBytes,
       fastBody: checkFlowsFast,
     });
