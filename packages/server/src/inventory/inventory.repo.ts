@@ -152,9 +152,9 @@ export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
       'id', 'seq', 'site_id', 'hostname', 'fqdn', 'vendor', 'os', 'device_type', 'parent_host_id',
       iso('first_seen_at'), iso('last_seen_at'), isoOrNull('gone_at'), iso('created_at'), iso('updated_at'),
       // Stored on the host by its writers (host-summaries.ts): no per-row work. The arrays as
-      // JSON, which the driver parses natively: its text-array parser cost twice the rest of a
-      // row's decoding (pg's postgres-array, about 2 µs an array).
-      sql<string[]>`array_to_json(addresses)`.as('addresses'), sql<string[]>`array_to_json(macs)`.as('macs'), 'open_port_count',
+      // JSON text, which a page writes as it is (page-json.ts): pg's text-array parser cost twice
+      // the rest of a row's decoding (postgres-array, about 2 µs an array).
+      sql<string>`array_to_json(addresses)::text`.as('addresses_json'), sql<string>`array_to_json(macs)::text`.as('macs_json'), 'open_port_count',
     ]);
   if (f.siteId) q = q.where('site_id', '=', f.siteId);
   if (f.ids) q = q.where('id', 'in', [...f.ids]);

@@ -12,7 +12,12 @@ import * as inventory from './inventory.service.js';
 export function registerInventoryRoutes(app: FastifyInstance, deps: { db: Kysely<DB>; database: Database; cursors: CursorCodec }): void {
   const { db, database, cursors } = deps;
   for (const [name, def] of Object.entries(collections) as [CollectionName, (typeof collections)[CollectionName]][]) {
-    addRoute(app, def, async (request) => inventory.listCollection(db, cursors, keyActor(request).organisationId, name, request.query as never, database.prepared));
+    addRoute(app, def, async (request, reply) => {
+      const page = await inventory.collectionPage(db, cursors, keyActor(request).organisationId, name, request.query as never, database.prepared);
+      // A page writer's text is the response as it is (what the route's serializer would write).
+      if (typeof page === 'string') reply.type('application/json; charset=utf-8');
+      return page;
+    });
   }
 
   addRoute(app, routes.countServices, async (request) => inventory.countServices(db, keyActor(request).organisationId, request.query));

@@ -8,6 +8,7 @@ import { AppError } from '../errors.js';
 import { logChanges } from '../events/changes.js';
 import type { CursorCodec } from './cursor.js';
 import * as repo from './inventory.repo.js';
+import { type PageWriter, pageWriter } from './page-json.js';
 import { classifySearch } from './search.js';
 import { distributionOf } from '../findings/findings.service.js';
 import { toSnapshot } from '../snapshots/snapshots.service.js';
@@ -45,8 +46,8 @@ export const toHost = (r: Row<typeof repo.listHosts>) => ({
   siteId: r.site_id,
   hostname: r.hostname,
   fqdn: r.fqdn,
-  addresses: r.addresses,
-  macs: r.macs,
+  addresses: JSON.parse(r.addresses_json) as string[],
+  macs: JSON.parse(r.macs_json) as string[],
   vendor: r.vendor,
   os: r.os,
   deviceType: r.device_type,
@@ -58,6 +59,26 @@ export const toHost = (r: Row<typeof repo.listHosts>) => ({
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
+
+/** A page of hosts as JSON text: what `toHost` of each row serialises to (page-json.test.ts). */
+export const hostPage = pageWriter<Row<typeof repo.listHosts>>([
+  { key: 'id', column: 'id', kind: 'uuid' },
+  { key: 'siteId', column: 'site_id', kind: 'uuid', nullable: true },
+  { key: 'hostname', column: 'hostname', kind: 'text', nullable: true },
+  { key: 'fqdn', column: 'fqdn', kind: 'text', nullable: true },
+  { key: 'addresses', column: 'addresses_json', kind: 'json' },
+  { key: 'macs', column: 'macs_json', kind: 'json' },
+  { key: 'vendor', column: 'vendor', kind: 'text', nullable: true },
+  { key: 'os', column: 'os', kind: 'text', nullable: true },
+  { key: 'deviceType', column: 'device_type', kind: 'text', nullable: true },
+  { key: 'parentHostId', column: 'parent_host_id', kind: 'uuid', nullable: true },
+  { key: 'openPortCount', column: 'open_port_count', kind: 'int' },
+  { key: 'firstSeenAt', column: 'first_seen_at', kind: 'time' },
+  { key: 'lastSeenAt', column: 'last_seen_at', kind: 'time' },
+  { key: 'goneAt', column: 'gone_at', kind: 'time', nullable: true },
+  { key: 'createdAt', column: 'created_at', kind: 'time' },
+  { key: 'updatedAt', column: 'updated_at', kind: 'time' },
+]);
 
 export const toService = (r: Row<typeof repo.listServices>) => ({
   id: r.id,
@@ -143,44 +164,70 @@ export function expiryWindow(w: CertificateExpiryWindow, now: Date): repo.Expiry
   return w === 'expired' ? { kind: 'expired', now } : { kind: 'within', now, days: certificateWindowDays[w] };
 }
 
-const listers: { [N in CollectionName]: (db: Kysely<DB>, p: repo.PageArgs, q: Query<N>) => Promise<{ seq: number; item: unknown }[]> } = {
-  sites: async (db, p) => (await repo.listSites(db, p)).map((r) => ({ seq: r.seq, item: toSite(r) })),
-  networks: async (db, p, q) => (await repo.listNetworks(db, p, q)).map((r) => ({ seq: r.seq, item: toNetwork(r) })),
-  hosts: async (db, p, q) =>
-    (await repo.listHosts(db, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search), gone: q.gone, source: q.source })).map((r) => ({
-      seq: r.seq,
-      item: toHost(r),
-    })),
-  services: async (db, p, q) => (await repo.listServices(db, p, q)).map((r) => ({ seq: r.seq, item: toService(r) })),
-  certificates: async (db, p, q) =>
-    (
-      await repo.listCertificates(db, p, {
+type PageRow = { seq: number };
+
+/**
+ * Per collection: its rows after a position, the item the contract shows of a row, and where one
+ * exists, a writer of the whole page as JSON text straight from the rows (page-json.ts).
+ */
+type Lister<N extends CollectionName, R extends PageRow> = {
+  rows: (db: Kysely<DB>, p: repo.PageArgs, q: Query<N>) => Promise<R[]>;
+  item: (r: R) => unknown;
+  write?: PageWriter<R>;
+};
+const lister = <N extends CollectionName, R extends PageRow>(l: Lister<N, R>) => l as unknown as Lister<N, PageRow>;
+
+const listers: { [N in CollectionName]: Lister<N, PageRow> } = {
+  sites: lister({ rows: (db, p) => repo.listSites(db, p), item: toSite }),
+  networks: lister({ rows: (db, p, q) => repo.listNetworks(db, p, q), item: toNetwork }),
+  hosts: lister({
+    rows: (db, p, q: Query<'hosts'>) =>
+      repo.listHosts(db, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search), gone: q.gone, source: q.source }),
+    item: toHost,
+    write: hostPage,
+  }),
+  services: lister({ rows: (db, p, q: Query<'services'>) => repo.listServices(db, p, q), item: toService }),
+  certificates: lister({
+    rows: (db, p, q: Query<'certificates'>) =>
+      repo.listCertificates(db, p, {
         ...q,
         expiring: q.expiring === undefined ? undefined : expiryWindow(q.expiring, new Date()),
         current: q.current === undefined ? undefined : q.current === 'true',
-      })
-    ).map((r) => ({ seq: r.seq, item: toCertificate(r) })),
-  vulnerabilities: async (db, p, q) => (await repo.listVulnerabilities(db, p, q)).map((r) => ({ seq: r.seq, item: toVulnerability(r) })),
-  snapshots: async (db, p, q) => (await repo.listSnapshots(db, p, q)).map((r) => ({ seq: r.seq, item: toSnapshot(r) })),
-  topologies: async (db, p, q) => (await repo.listTopologies(db, p, q)).map((r) => ({ seq: r.seq, item: toTopology(r) })),
+      }),
+    item: toCertificate,
+  }),
+  vulnerabilities: lister({ rows: (db, p, q: Query<'vulnerabilities'>) => repo.listVulnerabilities(db, p, q), item: toVulnerability }),
+  snapshots: lister({ rows: (db, p, q: Query<'snapshots'>) => repo.listSnapshots(db, p, q), item: toSnapshot }),
+  topologies: lister({ rows: (db, p, q: Query<'topologies'>) => repo.listTopologies(db, p, q), item: toTopology }),
 };
 
-/**
- * One page of a collection: `limit` rows after the cursor, and the cursor of the next page when more follow.
- * With `prepared` (the web process's `Database.prepared`, outside any transaction), pages of a fixed shape run as prepared statements.
- */
-export async function listCollection<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>, prepared?: Database['prepared']) {
+/** The rows of one page: `limit` rows after the cursor, and the cursor of the next page when more follow. */
+async function pageRows<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>, prepared: Database['prepared'] | undefined) {
   const { limit, cursor, ...filters } = query as Query<N> & { limit: number; cursor?: string };
   const after = cursor ? cursors.decode(organisationId, name, filters, cursor) : 0;
   const desc = (filters as { order?: 'asc' | 'desc' }).order === 'desc';
-  const rows = await listers[name](db, { organisationId, after, take: limit + 1, desc, prepared }, query);
+  const rows = await listers[name].rows(db, { organisationId, after, take: limit + 1, desc, prepared }, query);
   const hasMore = rows.length > limit;
-  const pageRows = hasMore ? rows.slice(0, limit) : rows;
-  return {
-    data: pageRows.map((r) => r.item),
-    nextCursor: hasMore ? cursors.encode(organisationId, name, filters, pageRows.at(-1)!.seq) : null,
-    hasMore,
-  };
+  if (hasMore) rows.length = limit;
+  return { rows, nextCursor: hasMore ? cursors.encode(organisationId, name, filters, rows.at(-1)!.seq) : null, hasMore };
+}
+
+/** One page of a collection: `limit` items after the cursor, and the cursor of the next page when more follow. */
+export async function listCollection<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>) {
+  const { rows, nextCursor, hasMore } = await pageRows(db, cursors, organisationId, name, query, undefined);
+  return { data: rows.map(listers[name].item), nextCursor, hasMore };
+}
+
+/**
+ * The page the collection's route answers: the same page as listCollection, as JSON text where
+ * the collection has a page writer (the same text its items would serialise to), else as items.
+ * `prepared`: the web process's `Database.prepared` (outside any transaction), through which pages
+ * of a fixed shape run as prepared statements.
+ */
+export async function collectionPage<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>, prepared: Database['prepared']) {
+  const { rows, nextCursor, hasMore } = await pageRows(db, cursors, organisationId, name, query, prepared);
+  const { item, write } = listers[name];
+  return write ? write(rows, nextCursor, hasMore) : { data: rows.map(item), nextCursor, hasMore };
 }
 
 /** How many services the filters of the services list select (`GET /api/v1/services/count`). */
