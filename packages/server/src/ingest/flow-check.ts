@@ -1,3 +1,4 @@
+import { type Hash, createHash } from 'node:crypto';
 import { CANONICAL_IPV4, FlowRecord, type FlowsRequest, parseIp } from '@surveyor/contract';
 import type { z } from 'zod';
 
@@ -75,6 +76,19 @@ export const COPY_BINARY_HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0
 export const OWNER_AT = 2;
 export const OWNER_BYTES = 40;
 const FIELDS = 10;
+/**
+ * Binary tuple buffers of deliveries stored, kept for the next ones (a few megabytes each: taken
+ * afresh for every delivery, they were a large part of what the web process spent in GC).
+ */
+const binaries: Buffer[] = [];
+const POOLED = 4;
+/** A buffer larger than this (a delivery far above the usual) is not kept. */
+const POOLED_MAX_BYTES = 8 * 2 ** 20;
+const keep = (buffer: Buffer) => {
+  if (binaries.length < POOLED && buffer.length <= POOLED_MAX_BYTES) binaries.push(buffer);
+};
+/** The text rows are hashed through this as they are written (scanFlows runs to its end without yielding). */
+const SCRATCH = Buffer.allocUnsafe(65_536);
 /** timestamptz in binary: microseconds since 2000-01-01 UTC. */
 const PG_EPOCH_MS = 946_684_800_000;
 // inet in binary: family (PostgreSQL's own numbers), bits, is_cidr, address length, address.
@@ -82,8 +96,8 @@ const PGSQL_AF_INET = 2;
 const PGSQL_AF_INET6 = 3;
 
 /**
- * A flow delivery read straight from its JSON bytes (issue 30) into the COPY rows flows.ts stores
- * (without the owner columns), byte for byte the rows `rowsOf` makes of the parsed records: the
+ * A flow delivery read straight from its JSON bytes (issue 30) into COPY's binary format, and the
+ * digest of the text COPY rows flows.ts `copyRowsOf` makes of the parsed records (the same bytes): the
  * records are never made objects unless something needs them (`flows`, a late delivery's rollups,
  * a record outside the window), which is what the object path cost in JSON.parse and GC.
  */
@@ -94,8 +108,8 @@ export class ScannedFlows {
     readonly raw: Buffer,
     readonly count: number,
     readonly dropped: number,
-    /** COPY rows (text format) of flows.ts RECORD_COLUMNS, each ending in a newline. */
-    readonly rows: Buffer,
+    /** The delivery's digest (flows.ts digestOf): of its text COPY rows of RECORD_COLUMNS and of `dropped`. */
+    readonly digest: string,
     /** Earliest and latest bucket (ms). */
     readonly firstAt: number,
     readonly lastAt: number,
@@ -108,7 +122,14 @@ export class ScannedFlows {
      */
     readonly binary: Buffer,
     readonly tuples: Int32Array,
+    /** The whole buffer `binary` is the start of. */
+    private readonly pooled: Buffer,
   ) {}
+
+  /** Gives the binary tuples' buffer back for another delivery: only once nothing can read it again (its COPY done). */
+  release(): void {
+    keep(this.pooled);
+  }
 
   /** The records as the object path has them (parsed on first use). */
   get flows(): FlowsBody['flows'] {
@@ -174,9 +195,29 @@ function keyIs(b: Buffer, s: number, e: number, key: Buffer): boolean {
   return true;
 }
 
+type Bucket = { at: number; micros: Buffer };
+/**
+ * Buckets already checked, across deliveries (daemons send the same recent minutes: the schema's
+ * check of a timestamp costs as much as reading ~10 records). Forgotten wholesale when it grows past
+ * BUCKETS_KEPT; refused texts are not kept.
+ */
+const knownBuckets = new Map<string, Bucket>();
+const BUCKETS_KEPT = 50_000;
+
 /** A bucket's text, checked: its instant (ms) and its timestamptz in binary; null when refused or beyond the binary path. */
-function bucketOf(text: string, check: (v: unknown) => string | null): { at: number; micros: Buffer } | null {
-  if (check(text) === null) return null;
+function bucketOf(text: string): Bucket | null {
+  const known = knownBuckets.get(text);
+  if (known) return known;
+  const checked = checkBucket(text);
+  if (checked) {
+    if (knownBuckets.size >= BUCKETS_KEPT) knownBuckets.clear();
+    knownBuckets.set(text, checked);
+  }
+  return checked;
+}
+
+function checkBucket(text: string): Bucket | null {
+  if (!bucketStart.safeParse(text).success) return null;
   const at = Date.parse(text);
   // Date.parse keeps milliseconds; PostgreSQL keeps microseconds (and rounds past them: left to the text path).
   const fraction = /\.(\d+)/.exec(text)?.[1] ?? '';
@@ -194,23 +235,23 @@ function bucketOf(text: string, check: (v: unknown) => string | null): { at: num
 class Scanner {
   i = 0;
   readonly n: number;
-  /** Text rows, and the write position in them. */
-  out: Buffer;
+  /** Text rows, written to SCRATCH and hashed from it as it fills, and the write position in it. */
+  readonly out = SCRATCH;
   o = 0;
+  readonly hash: Hash = createHash('sha256');
   /** Binary tuples, and the write position in them. */
   bin: Buffer;
   p = 0;
   tuples = new Int32Array(1024);
   count = 0;
   // Each field's schema, memoised per distinct value.
-  readonly at = memo(bucketStart);
   readonly other = memo(srcIp);
   readonly proto = memo(protocol);
   readonly src = memo(source);
   // Distinct buckets by a hash of their bytes: the first span with those bytes, and what it gave.
   readonly bucketIndex = new Map<number, number>();
   readonly bucketSpans: number[] = [];
-  readonly buckets: { at: number; micros: Buffer }[] = [];
+  readonly buckets: Bucket[] = [];
   readonly days = new Set<number>();
   firstAt = Number.POSITIVE_INFINITY;
   lastAt = Number.NEGATIVE_INFINITY;
@@ -228,8 +269,9 @@ class Scanner {
 
   constructor(readonly b: Buffer) {
     this.n = b.length;
-    this.out = Buffer.allocUnsafe(Math.max(1024, b.length >> 1));
-    this.bin = Buffer.allocUnsafe(Math.max(1024, b.length));
+    const want = Math.max(1024, b.length);
+    const pooled = binaries.findIndex((x) => x.length >= want);
+    this.bin = pooled >= 0 ? binaries.splice(pooled, 1)[0]! : Buffer.allocUnsafe(want);
     this.p = COPY_BINARY_HEADER.copy(this.bin, 0);
   }
 
@@ -284,9 +326,8 @@ class Scanner {
   /** Room for `text` more bytes of rows and `binary` more of tuples. */
   room(text: number, binary: number): void {
     if (this.o + text > this.out.length) {
-      const grown = Buffer.allocUnsafe(this.out.length * 2 + text);
-      this.out.copy(grown, 0, 0, this.o);
-      this.out = grown;
+      this.hash.update(this.out.subarray(0, this.o));
+      this.o = 0;
     }
     if (this.p + binary > this.bin.length) {
       const grown = Buffer.allocUnsafe(this.bin.length * 2 + binary);
@@ -381,7 +422,7 @@ class Scanner {
     for (let k = s; k < e; k++) h = (Math.imul(h, 31) + b[k]!) | 0;
     const known = this.bucketIndex.get(h);
     if (known !== undefined && same(b, s, e, this.bucketSpans[2 * known]!, this.bucketSpans[2 * known + 1]!)) return known;
-    const v = bucketOf(b.toString('latin1', s, e), this.at);
+    const v = bucketOf(b.toString('latin1', s, e));
     if (!v) return -1;
     const index = this.buckets.length;
     this.buckets.push(v);
@@ -397,7 +438,6 @@ class Scanner {
     const b = this.b;
     const from = this.from;
     const to = this.to;
-    const recordStart = this.i;
     if (b[this.i] !== LBRACE) return false;
     this.i++;
     let seen = 0;
@@ -433,8 +473,8 @@ class Scanner {
       this.i++;
     }
     if (++this.count > MAX_FLOWS) return false;
-    // Room first (addresses made canonical may grow; a tuple is at most ~220 bytes).
-    this.room(this.i - recordStart + 256, 256);
+    // Room first: a row and a tuple are at most ~250 and ~220 bytes (values are bounded by their schemas).
+    this.room(512, 256);
     const bucket = this.bucket(from[B_START]!, to[B_START]!);
     if (bucket < 0) return false;
     const { at, micros } = this.buckets[bucket]!;
@@ -500,6 +540,13 @@ class Scanner {
  */
 export function scanFlows(b: Buffer): ScannedFlows | null {
   const r = new Scanner(b);
+  const scanned = scan(r);
+  if (!scanned) keep(r.bin);
+  return scanned;
+}
+
+function scan(r: Scanner): ScannedFlows | null {
+  const b = r.b;
   let dropped = 0;
   let top = 0;
   if (r.ws() !== LBRACE) return null;
@@ -543,5 +590,6 @@ export function scanFlows(b: Buffer): ScannedFlows | null {
   if (r.i !== r.n || !(top & 1)) return null;
   r.room(0, 2);
   r.int16(0xffff);
-  return new ScannedFlows(b, r.count, dropped, r.out.subarray(0, r.o), r.firstAt, r.lastAt, [...r.days], r.bin.subarray(0, r.p), r.tuples.subarray(0, r.count));
+  const digest = r.hash.update(r.out.subarray(0, r.o)).update(`|${dropped}`).digest('hex');
+  return new ScannedFlows(b, r.count, dropped, digest, r.firstAt, r.lastAt, [...r.days], r.bin.subarray(0, r.p), r.tuples.subarray(0, r.count), r.bin);
 }

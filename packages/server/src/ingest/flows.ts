@@ -69,7 +69,7 @@ export interface PreparedFlows {
   outOfWindow: number;
   dropped: number;
   digest: string;
-  /** The records to store as COPY rows of RECORD_COLUMNS (storeFlows puts the owner in front of each). */
+  /** The records to store as COPY rows of RECORD_COLUMNS (storeFlows puts the owner in front of each); empty when `binary` holds them. */
   rows: Buffer;
   /** The records to store as array literals (columnsOf), for the late ones' rollups (flow-rollups.ts): made only when some are late. */
   columns: () => readonly string[];
@@ -158,7 +158,7 @@ export async function prepareFlows(db: Kysely<DB>, f: Flow[] | ScannedFlows, dro
       const scanned = f;
       await ensurePartitions(db, scanned.days);
       return {
-        records: f.count, outOfWindow: 0, dropped, digest: digestOf(f.rows, dropped), rows: f.rows, columns: () => columnsOf(scanned.flows), firstAt: f.firstAt,
+        records: f.count, outOfWindow: 0, dropped, digest: f.digest, rows: Buffer.alloc(0), columns: () => columnsOf(scanned.flows), firstAt: f.firstAt,
         binary: { data: f.binary, tuples: f.tuples },
       };
     }
@@ -224,5 +224,7 @@ export async function ingestFlows(db: Kysely<DB>, p: DaemonPrincipal, body: z.ou
   }
   const prepared = await prepareFlows(db, body instanceof ScannedFlows ? body : body.flows, body.dropped);
   const stored = await db.transaction().execute((trx) => storeFlows(trx, p.organisationId, daemon.id, prepared));
+  // Its COPY has been read to the end by the server (or was a retry's, never sent): the buffer can serve another delivery.
+  if (body instanceof ScannedFlows) body.release();
   return { ...stored, outOfWindow: prepared.outOfWindow };
 }
