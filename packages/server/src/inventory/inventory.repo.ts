@@ -30,26 +30,45 @@ export interface PageArgs {
   prepared?: Database['prepared'] | undefined;
 }
 
-/** The statement names of the page texts seen so far (a few dozen shapes: no free text, no id lists). */
-const statementNames = new Map<string, string>();
-
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (name === undefined) {
-    name = `surveyor_page_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
-    if (statementNames.size < 1000) statementNames.set(text, name);
-  }
-  return name;
-}
+/** A page query, built but not run. */
+type PageQuery<O> = { compile(): { sql: string; parameters: readonly unknown[] }; execute(): Promise<O[]> };
 
 /**
- * Runs a page query. `fixed`: its text depends only on which filters are set, never on their
- * values (no LIKE pattern, no list of ids), so a prepared statement per text stays a handful.
+ * Stands for one value of a page (the organisation, the position, the page size, a filter's value)
+ * while the page's statement is compiled once for its shape, and is bound to the value per call.
  */
-function runPage<O>(q: { compile(): { sql: string; parameters: readonly unknown[] }; execute(): Promise<O[]> }, p: PageArgs, fixed: boolean): Promise<O[]> {
-  if (!p.prepared || !fixed) return q.execute();
-  const c = q.compile();
-  return p.prepared(statementName(c.sql), c.sql, c.parameters as unknown[]) as unknown as Promise<O[]>;
+class Slot {
+  constructor(readonly name: string) {}
+}
+
+/** The compiled statements of the page shapes seen so far: which filters are set, their modes, the direction. A few dozen. */
+const pageStatements = new Map<string, { name: string; sql: string; parameters: readonly unknown[] }>();
+
+/**
+ * Runs a page whose SQL text depends only on which filters are set and on their modes (never on a
+ * value: no LIKE pattern, no list of ids). With `p.prepared`, the text is built and compiled by
+ * Kysely once per shape, with a Slot for each value (`values` names the filters that are values),
+ * and run as a statement PostgreSQL keeps prepared per connection, its values bound per call: no
+ * query building, parsing or planning per page. Without, `build` runs through Kysely as usual.
+ * `build` must not branch on a value, only on whether it is set (a Slot is set).
+ */
+function fixedPage<F extends Record<string, unknown>, O>(p: PageArgs, collection: string, f: F, values: readonly (keyof F & string)[], build: (p: PageArgs, f: F) => PageQuery<O>): Promise<O[]> {
+  if (!p.prepared) return build(p, f).execute();
+  const isValue = new Set<string>(values);
+  // The shape: every mode as it is, every value as whether it is set; the direction.
+  const shape = `${collection}|${p.desc ? (p.after === 0 ? 'last' : 'before') : 'after'}|${JSON.stringify(f, (k, v) => (k !== '' && isValue.has(k) ? v !== undefined : v))}`;
+  let statement = pageStatements.get(shape);
+  if (statement === undefined) {
+    const slotted = Object.fromEntries(Object.entries(f).map(([k, v]) => [k, isValue.has(k) && v !== undefined ? new Slot(k) : v])) as F;
+    const at = { organisationId: new Slot('organisationId'), after: p.desc && p.after === 0 ? 0 : new Slot('after'), take: new Slot('take'), desc: p.desc } as unknown as PageArgs;
+    const c = build(at, slotted).compile();
+    statement = { name: `surveyor_page_${createHash('sha256').update(c.sql).digest('hex').slice(0, 24)}`, sql: c.sql, parameters: c.parameters };
+    if (pageStatements.size < 1000) pageStatements.set(shape, statement);
+  }
+  const bound = statement.parameters.map((x) =>
+    !(x instanceof Slot) ? x : x.name === 'organisationId' ? p.organisationId : x.name === 'after' ? p.after : x.name === 'take' ? p.take : f[x.name],
+  );
+  return p.prepared(statement.name, statement.sql, bound) as unknown as Promise<O[]>;
 }
 
 const iso = <C extends string>(column: C) => rfc3339(column).as(column);
@@ -59,7 +78,8 @@ const isoOrNull = <C extends string>(column: C) => rfc3339<string | null>(column
 function keyset<T extends keyof DB & string, O>(q: SelectQueryBuilder<DB, T, O>, table: T, p: PageArgs) {
   const ref = (c: string) => sql.ref(`${table}.${c}`);
   const scoped = q.where(sql<boolean>`${ref('organisation_id')} = ${p.organisationId}`);
-  if (p.desc) return (p.after > 0 ? scoped.where(sql<boolean>`${ref('seq')} < ${p.after}`) : scoped).orderBy(sql`${ref('seq')} desc`).limit(p.take);
+  // `after` may be a Slot (fixedPage): any position but 0 is a bound.
+  if (p.desc) return (p.after !== 0 ? scoped.where(sql<boolean>`${ref('seq')} < ${p.after}`) : scoped).orderBy(sql`${ref('seq')} desc`).limit(p.take);
   return scoped.where(sql<boolean>`${ref('seq')} > ${p.after}`).orderBy(sql`${ref('seq')}`).limit(p.take);
 }
 
@@ -67,9 +87,12 @@ function keyset<T extends keyof DB & string, O>(q: SelectQueryBuilder<DB, T, O>,
 type ById = { ids?: readonly string[] | undefined };
 
 export function listSites(db: Kysely<DB>, p: PageArgs, f: ById = {}) {
-  let q = db.selectFrom('sites').select(['id', 'seq', 'code', 'name', 'description', iso('created_at'), iso('updated_at')]);
-  if (f.ids) q = q.where('id', 'in', [...f.ids]);
-  return runPage(keyset(q, 'sites', p), p, !f.ids);
+  const build = (p: PageArgs, f: ById) => {
+    let q = db.selectFrom('sites').select(['id', 'seq', 'code', 'name', 'description', iso('created_at'), iso('updated_at')]);
+    if (f.ids) q = q.where('id', 'in', [...f.ids]);
+    return keyset(q, 'sites', p);
+  };
+  return f.ids ? build(p, f).execute() : fixedPage(p, 'sites', {}, [], build);
 }
 
 const networkColumns = [
@@ -83,10 +106,13 @@ const networkColumns = [
 ] as const;
 
 export function listNetworks(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined } & ById) {
-  let q = db.selectFrom('networks').select(networkColumns);
-  if (f.siteId) q = q.where('site_id', '=', f.siteId);
-  if (f.ids) q = q.where('id', 'in', [...f.ids]);
-  return runPage(keyset(q, 'networks', p), p, !f.ids);
+  const build = (p: PageArgs, f: { siteId?: string | undefined } & ById) => {
+    let q = db.selectFrom('networks').select(networkColumns);
+    if (f.siteId) q = q.where('site_id', '=', f.siteId);
+    if (f.ids) q = q.where('id', 'in', [...f.ids]);
+    return keyset(q, 'networks', p);
+  };
+  return f.ids ? build(p, f).execute() : fixedPage(p, 'networks', { siteId: f.siteId }, ['siteId'], build);
 }
 
 /** Below this many matches a text search collects its hosts from the value indexes, not the page index. */
@@ -145,7 +171,8 @@ async function textCandidates(db: Kysely<DB>, p: PageArgs, f: HostFilters, s: Ex
   return rows.length > SPARSE_TEXT_MATCHES ? rows : [...new Map(rows.map((r) => [r.id, r])).values()];
 }
 
-export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
+/** The hosts page under the filters other than a search. */
+function hostsQuery(db: Kysely<DB>, f: HostFilters) {
   let q = db
     .selectFrom('hosts')
     .select([
@@ -160,7 +187,13 @@ export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
   if (f.ids) q = q.where('id', 'in', [...f.ids]);
   if (f.gone === 'exclude' || f.gone === 'only') q = q.where('gone_at', f.gone === 'only' ? 'is not' : 'is', null);
   if (f.source) q = q.where(sourceMatch(f.source, 'hosts'));
+  return q;
+}
+
+export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
   const s = f.search;
+  if (!s && !f.ids) return fixedPage(p, 'hosts', { siteId: f.siteId, gone: f.gone, source: f.source }, ['siteId'], (p, f) => keyset(hostsQuery(db, f), 'hosts', p));
+  let q = hostsQuery(db, f);
   if (s?.kind === 'id') q = q.where('id', '=', s.id);
   else if (s?.kind === 'address' || s?.kind === 'cidr') {
     const match = s.kind === 'address' ? sql<boolean>`a.address = ${s.address}::inet` : sql<boolean>`a.address <<= network(${s.cidr}::inet)`;
@@ -180,7 +213,7 @@ export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
       q = q.where(textMatch(s));
     }
   }
-  return runPage(keyset(q, 'hosts', p), p, !s && !f.ids);
+  return keyset(q, 'hosts', p).execute();
 }
 
 /** The services filters (contract `serviceFilters`), already validated and normalised (a CPE lower-case, without trailing `:*`). */
@@ -231,11 +264,16 @@ function whereServices<O>(q: SelectQueryBuilder<DB, 'services', O>, f: ServiceFi
 }
 
 export function listServices(db: Kysely<DB>, p: PageArgs, f: ServiceFilters) {
-  const q = db.selectFrom('services').select([
-    'id', 'seq', 'host_id', 'protocol', 'port', 'state', 'banner', 'name', 'product', 'vendor', 'version', 'cpe', 'signature_id', 'signature_source', 'confidence',
-    iso('first_seen_at'), iso('last_seen_at'), isoOrNull('gone_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'), exposedVia.as('exposed_via'),
-  ]);
-  return runPage(keyset(whereServices(q, f), 'services', p), p, !f.product && !f.version && !f.cpe);
+  const build = (p: PageArgs, f: ServiceFilters) => {
+    const q = db.selectFrom('services').select([
+      'id', 'seq', 'host_id', 'protocol', 'port', 'state', 'banner', 'name', 'product', 'vendor', 'version', 'cpe', 'signature_id', 'signature_source', 'confidence',
+      iso('first_seen_at'), iso('last_seen_at'), isoOrNull('gone_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'), exposedVia.as('exposed_via'),
+    ]);
+    return keyset(whereServices(q, f), 'services', p);
+  };
+  // Product, version and CPE become LIKE patterns: their pages are planned per value.
+  if (f.product || f.version || f.cpe) return build(p, f).execute();
+  return fixedPage(p, 'services', { hostId: f.hostId, port: f.port, protocol: f.protocol, gone: f.gone, exposed: f.exposed }, ['hostId', 'port', 'protocol'], build);
 }
 
 /** How many services of the organisation the filters select. */
@@ -253,23 +291,37 @@ export type ExpiryWindow = { kind: 'expired'; now: Date } | { kind: 'within'; no
  */
 const certificateState = sql<'current' | 'replaced' | 'gone'>`(select cs.state from certificate_states cs where cs.organisation_id = certificates.organisation_id and cs.id = certificates.id)`;
 
+type CertificateFilters = {
+  hostId?: string | undefined;
+  trustStatus?: string | undefined;
+  current?: boolean | undefined;
+  /** The expiry window's kind, its instant and its days. */
+  expiring?: ExpiryWindow['kind'] | undefined;
+  now?: Date | undefined;
+  days?: number | undefined;
+};
+
 export function listCertificates(
   db: Kysely<DB>,
   p: PageArgs,
   f: { hostId?: string | undefined; trustStatus?: string | undefined; expiring?: ExpiryWindow | undefined; current?: boolean | undefined },
 ) {
-  let q = db.selectFrom('certificates').select([
-    'id', 'seq', 'host_id', 'port', 'subject', 'issuer', 'sha256', 'trust_status',
-    iso('not_before'), iso('not_after'), iso('first_seen_at'), iso('last_seen_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'),
-    certificateState.as('state'),
-  ]);
-  if (f.hostId) q = q.where('host_id', '=', f.hostId);
-  if (f.current !== undefined) q = q.where(f.current ? sql<boolean>`${certificateState} = 'current'` : sql<boolean>`${certificateState} <> 'current'`);
-  if (f.trustStatus) q = q.where('trust_status', '=', f.trustStatus);
+  const build = (p: PageArgs, f: CertificateFilters) => {
+    let q = db.selectFrom('certificates').select([
+      'id', 'seq', 'host_id', 'port', 'subject', 'issuer', 'sha256', 'trust_status',
+      iso('not_before'), iso('not_after'), iso('first_seen_at'), iso('last_seen_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'),
+      certificateState.as('state'),
+    ]);
+    if (f.hostId) q = q.where('host_id', '=', f.hostId);
+    if (f.current !== undefined) q = q.where(f.current ? sql<boolean>`${certificateState} = 'current'` : sql<boolean>`${certificateState} <> 'current'`);
+    if (f.trustStatus) q = q.where('trust_status', '=', f.trustStatus);
+    if (f.expiring === 'expired') q = q.where(sql<boolean>`not_after <= ${f.now}`);
+    else if (f.expiring === 'within') q = q.where(sql<boolean>`not_after > ${f.now} and not_after <= ${f.now}::timestamptz + make_interval(days => ${f.days})`);
+    return keyset(q, 'certificates', p);
+  };
   const e = f.expiring;
-  if (e?.kind === 'expired') q = q.where(sql<boolean>`not_after <= ${e.now}`);
-  else if (e?.kind === 'within') q = q.where(sql<boolean>`not_after > ${e.now} and not_after <= ${e.now}::timestamptz + make_interval(days => ${e.days})`);
-  return runPage(keyset(q, 'certificates', p), p, true);
+  const flat: CertificateFilters = { hostId: f.hostId, trustStatus: f.trustStatus, current: f.current, expiring: e?.kind, now: e?.now, days: e?.kind === 'within' ? e.days : undefined };
+  return fixedPage(p, 'certificates', flat, ['hostId', 'trustStatus', 'now', 'days'], build);
 }
 
 const vulnerabilityColumns = [
@@ -277,29 +329,44 @@ const vulnerabilityColumns = [
   iso('first_seen_at'), iso('last_seen_at'), iso('state_changed_at'), isoOrNull('resolved_at'), iso('created_at'), iso('updated_at'),
 ] as const;
 
-export function listVulnerabilities(db: Kysely<DB>, p: PageArgs, f: { serviceId?: string | undefined; state?: string | undefined; severity?: string | undefined }) {
-  let q = db.selectFrom('vulnerabilities').select(vulnerabilityColumns);
-  if (f.serviceId) q = q.where('service_id', '=', f.serviceId);
-  if (f.state) q = q.where('state', '=', f.state);
-  if (f.severity) q = q.where('severity', '=', f.severity);
-  return runPage(keyset(q, 'vulnerabilities', p), p, true);
+type VulnerabilityFilters = { serviceId?: string | undefined; state?: string | undefined; severity?: string | undefined };
+
+export function listVulnerabilities(db: Kysely<DB>, p: PageArgs, f: VulnerabilityFilters) {
+  const build = (p: PageArgs, f: VulnerabilityFilters) => {
+    let q = db.selectFrom('vulnerabilities').select(vulnerabilityColumns);
+    if (f.serviceId) q = q.where('service_id', '=', f.serviceId);
+    if (f.state) q = q.where('state', '=', f.state);
+    if (f.severity) q = q.where('severity', '=', f.severity);
+    return keyset(q, 'vulnerabilities', p);
+  };
+  return fixedPage(p, 'vulnerabilities', { serviceId: f.serviceId, state: f.state, severity: f.severity }, ['serviceId', 'state', 'severity'], build);
 }
 
-export function listSnapshots(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; reason?: string | undefined }) {
-  let q = db.selectFrom('snapshots').select(snapshotColumns);
-  if (f.siteId) q = q.where('site_id', '=', f.siteId);
-  if (f.reason) q = q.where('reason', '=', f.reason);
-  return runPage(keyset(q, 'snapshots', p), p, true);
+type SnapshotFilters = { siteId?: string | undefined; reason?: string | undefined };
+
+export function listSnapshots(db: Kysely<DB>, p: PageArgs, f: SnapshotFilters) {
+  const build = (p: PageArgs, f: SnapshotFilters) => {
+    let q = db.selectFrom('snapshots').select(snapshotColumns);
+    if (f.siteId) q = q.where('site_id', '=', f.siteId);
+    if (f.reason) q = q.where('reason', '=', f.reason);
+    return keyset(q, 'snapshots', p);
+  };
+  return fixedPage(p, 'snapshots', { siteId: f.siteId, reason: f.reason }, ['siteId', 'reason'], build);
 }
 
 
-export function listTopologies(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined; kind?: string | undefined; status?: string | undefined }) {
-  // The name from the site's current name (a renamed site shows at once).
-  let q = db.selectFrom('topologies').select(['id', 'seq', 'site_id', 'kind', 'status', topologyName('topologies').as('name'), 'node_count', 'edge_count', isoOrNull('built_at'), iso('created_at'), iso('updated_at')]);
-  if (f.siteId) q = q.where('site_id', '=', f.siteId);
-  if (f.kind) q = q.where('kind', '=', f.kind);
-  if (f.status) q = q.where('status', '=', f.status);
-  return runPage(keyset(q, 'topologies', p), p, true);
+type TopologyFilters = { siteId?: string | undefined; kind?: string | undefined; status?: string | undefined };
+
+export function listTopologies(db: Kysely<DB>, p: PageArgs, f: TopologyFilters) {
+  const build = (p: PageArgs, f: TopologyFilters) => {
+    // The name from the site's current name (a renamed site shows at once).
+    let q = db.selectFrom('topologies').select(['id', 'seq', 'site_id', 'kind', 'status', topologyName('topologies').as('name'), 'node_count', 'edge_count', isoOrNull('built_at'), iso('created_at'), iso('updated_at')]);
+    if (f.siteId) q = q.where('site_id', '=', f.siteId);
+    if (f.kind) q = q.where('kind', '=', f.kind);
+    if (f.status) q = q.where('status', '=', f.status);
+    return keyset(q, 'topologies', p);
+  };
+  return fixedPage(p, 'topologies', { siteId: f.siteId, kind: f.kind, status: f.status }, ['siteId', 'kind', 'status'], build);
 }
 
 // --- writes -----------------------------------------------------------------------------------
