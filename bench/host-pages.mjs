@@ -35,6 +35,17 @@ const out = [];
 const loadAtStart = loadavg().map((x) => x.toFixed(2)).join(', ');
 /** The figures from before migration 0038 (the page computed addresses, MACs and the open-port count per row), this machine. */
 const BEFORE = [
+  'Three runs of this code in a row on 2026-11-27 (the tables above are the last), other work on the machine growing: `GET /api/v1/hosts?limit=50`',
+  '1,008 req/s, 0.55× the bare select and 0.53× its own SQL, 780 µs of CPU a request (load average 2.5 → 3.6); 950 req/s, 0.33× and 0.42×,',
+  '846 µs (2.8 → 4.7); 696 req/s, 0.27× and 0.34×, 905 µs (4.4 → 5.2). The API shares the two cores with PostgreSQL, the load thread and',
+  'the other work, and pays for it more than the SQL rows do: read these ratios as ±25 % here.',
+  '',
+  'Before the prepared page statements and the page writer (the code of commit 14df246 with the bench of that commit: its SQL baselines sent',
+  'unprepared, the same machine, 2026-11-27, load average 3.2 → 2.5): `GET /api/v1/hosts?limit=50` 774 req/s, **0.32×** the bare select and',
+  '**0.37×** its own SQL (2,084 q/s); the web process used 1,163 µs of CPU a request. Interleaved rounds of both servers at once under this load',
+  '(the fairest comparison on this shared machine, medians of 4-6 rounds of 4 s, load average 3-7 from other work): 1,070-1,370 µs against',
+  '640-715 µs a request after, about half.',
+  '',
   'Before the key cache and the services pre-test (the code of commit 178bf30 with this bench, the same machine and day, right after the run above,',
   'load average 7-8 from other work, so slower throughout): `GET /api/v1/hosts?limit=50` 192 req/s, **0.24×** the bare select and **0.25×** its own SQL;',
   'the web process used 2,388 µs of CPU a request (1,596 after, at load average 5). An earlier run of that code at load average 1.5-4.7: 472 req/s,',
@@ -290,10 +301,30 @@ say('present and on a host a cloud account lists (one probe of `cloud_resources`
 say('by its key: 301 buffer reads a page, now 125). The certificates page keeps its state lookup (the view `certificate_states`:');
 say('the certificate again by its key, then three index probes), not changed here.');
 say();
-say('The API stays below its SQL because of the web process, which shares the 2 cores with PostgreSQL and the load thread. Its');
-say('profile (`node --cpu-prof` of the `surveyor serve` child under this load) spent about a quarter of its CPU in the socket');
-say('writes of its statements and responses (`writev`: on this VM a write that wakes another process is costly), a fifth in');
-say('reading and parsing the page\'s rows (`pg`), a tenth in garbage collection, the rest in fastify\'s hooks and the serialiser.');
+say('Since this issue a page of a fixed shape (no search, no LIKE pattern, no id list) is compiled by Kysely once per shape, with');
+say('placeholders for its values, and runs as a statement PostgreSQL keeps prepared per connection, the values bound per call');
+say('(`fixedPage` in inventory.repo.ts): no query building, parsing or planning per page. The hosts page is written as JSON text');
+say('straight from its rows (`inventory/page-json.ts`: the contract\'s keys in order, uuid and timestamp columns as they are, text');
+say('escaped as JSON.stringify does, the addresses and MACs as the JSON text `array_to_json` wrote), where an item object per row');
+say('and fast-json-stringify cost as much as reading the rows, and pg\'s text-array parser took about 2 µs an array. Tests hold the');
+say('written text to fast-json-stringify\'s and JSON.stringify\'s text of the contract items, and each prepared statement to the text');
+say('and values Kysely compiles per call. The SQL baselines above are sent prepared too, as the server sends its pages.');
+say();
+say('What is left of the web process\'s time (`node --cpu-prof` of the `surveyor serve` child under this load, after these changes):');
+say('about a fifth decoding the 51 rows\' 870 values into strings in `pg` (one `Buffer#toString` a value), fastify\'s hooks, auth and');
+say('the rate limit (a request refused by validation after authentication costs the process about 120 µs in all), the cursor\'s HMAC,');
+say('writing the 25 KB response; the profile\'s largest entry, `writev`, is mostly the time the process waits while the write wakes');
+say('PostgreSQL or the load thread on the same two cores, not CPU of its own.');
+if (apiRps / hostSqlQps < 0.6) {
+  say(`The target of 0.6× its own SQL is not met here (${r(apiRps, hostSqlQps)}×). Measured in one process, outside the load: a page`);
+  say('through the repository (the prepared statement\'s round trip and the decoding of its 51 rows) costs 210-320 µs of CPU, a');
+  say('round trip of `select 1` 25-45 µs, writing the page and its length 40 µs, the cursor 6 µs; under the bench, a request');
+  say('refused by validation after authentication and the rate limit costs the web process about 120 µs. The decoding is the');
+  say('work the SQL baseline\'s load thread does for its own rows, done here in the web process on top of the HTTP request.');
+  say('What would cut it next: rows as arrays (`rowMode: \'array\'`, which `Database.prepared` does not pass today), callback');
+  say('hooks instead of async ones on every request, a cached cursor digest.');
+}
+say();
 say('Since this issue a web process keeps a verified API key up to 5 s for reads (`auth/credential-cache.ts`: dropped at once on');
 say('a revocation, by this process or announced by PostgreSQL), so a page read is one statement, not two: about 14 % less CPU a');
 say('request in the web process (figures below).');
