@@ -55,16 +55,28 @@ export function isStorableTimestamp(t: string): boolean {
   return ms >= TIMESTAMP_MIN_MS && ms <= TIMESTAMP_MAX_MS;
 }
 
+/** The widest UTC offset PostgreSQL reads (±15:59); real zones span -12:00 to +14:00. */
+const OFFSET = /([+-])(\d{2}):(\d{2})$/;
+
+/** True unless the text's offset is wider than PostgreSQL reads (`+23:00`: "time zone displacement out of range"). */
+export function hasStorableOffset(t: string): boolean {
+  const m = OFFSET.exec(t);
+  return m === null || Number(m[2]) <= 15;
+}
+
 /**
  * Every timestamp, in requests and responses: RFC 3339 with an explicit offset, `format:
  * date-time` (spec 2.1), naming an instant from 0100-01-01T00:00:00Z to 9999-12-31T23:59:59Z. The
  * bounds are what both drivers store and read back: PostgreSQL has no year 0 (`0000-…` fails);
  * years 1 to 99 come back from PGlite as 1901 to 1999; and an instant after 9999 (`9999-12-31T23:59:59-14:00`)
- * cannot be written back with a four-digit year. Outside them: 400 `validation_failed` naming the field.
+ * cannot be written back with a four-digit year. Its offset is at most ±15:59, the widest PostgreSQL
+ * reads (RFC 3339's grammar allows ±23:59; no zone is beyond -12:00 or +14:00). Otherwise: 400
+ * `validation_failed` naming the field.
  */
 export const Timestamp = z.iso
   .datetime({ offset: true })
-  .refine(isStorableTimestamp, `must name an instant from ${TIMESTAMP_MIN} to ${TIMESTAMP_MAX}`);
+  .refine(isStorableTimestamp, `must name an instant from ${TIMESTAMP_MIN} to ${TIMESTAMP_MAX}`)
+  .refine(hasStorableOffset, 'must have a UTC offset from -15:59 to +15:59');
 
 /** The stable problem codes (decisions.md, "Errors"), with the status each is answered with. */
 export const problemCodes = {

@@ -82,6 +82,25 @@ describe('request timestamps must be storable', () => {
     },
   );
 
+  it('refuses a UTC offset wider than PostgreSQL reads (±15:59) with 400 naming the field, read from the bytes or parsed as JSON, and stores one of +15:00', async () => {
+    // The instant an hour ago written in another offset: local time = UTC + offset.
+    const inOffset = (ms: number, hours: number) =>
+      `${new Date(ms + hours * HOUR).toISOString().slice(0, 19)}${hours < 0 ? '-' : '+'}${String(Math.abs(hours)).padStart(2, '0')}:00`;
+    const hourAgo = Date.now() - HOUR;
+    for (const hours of [23, -16]) {
+      const body = { flows: [flow(iso(hourAgo)), flow(inOffset(hourAgo, hours))] };
+      // The plain form daemons send (read from its bytes) and the same with an escaped string (parsed as JSON).
+      const escaped = JSON.stringify(body).replace('"ebpf"', '"\\u0065bpf"');
+      for (const res of [await postFlows(body), await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...daemonHeaders(s.daemon.token, s.daemon.id), 'content-type': 'application/json' }, payload: escaped })]) {
+        expect(res.statusCode, res.body).toBe(400);
+        expect(res.json().code).toBe('validation_failed');
+        expect(paths(res)).toContain('body.flows.1.bucketStart');
+      }
+    }
+    const ok = await postFlows({ flows: [flow(inOffset(hourAgo, 15), 4242)] });
+    expect(ok.json(), ok.body).toEqual({ accepted: 1, outOfWindow: 0 });
+  });
+
   it('refuses a certificate date PostgreSQL cannot hold, and stores the X.509 "no expiry" date 9999-12-31T23:59:59Z', async () => {
     const tls = (notAfter: string) => ({ fingerprint: 'fp-tls', address: '10.9.0.7', port: 443, notBefore: '2020-01-01T00:00:00Z', notAfter, sha256: 'ab'.repeat(32), subject: 'CN=x', issuer: 'CN=x' });
     const bad = await observe(t, s.daemon, { sessionId, ips: [{ hostFingerprint: 'fp-tls', address: '10.9.0.7' }], tls: [tls('0000-06-01T00:00:00Z')] });
