@@ -3,6 +3,7 @@ import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../src/admin/admin.service.js';
+import { scanFlows } from '../src/ingest/flow-check.js';
 import { type SeededOrg, type TestApp, bearer, buildTestApp, seedOrg } from './helpers.js';
 import { addHost, addService } from './fixtures.js';
 
@@ -89,13 +90,17 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
 
   it('stores a delivery read from its bytes (binary COPY) exactly as one parsed as JSON (text COPY)', async () => {
     const records = [
-      flow({ bucketStart: `${d19}T10:00:00.123456Z`, srcIp: '2001:DB8::1', dstIp: '::ffff:10.0.0.1', dstPort: 0, protocol: 'UDP', packets: 2 ** 53 - 1, bytes: 0 }),
+      // (At most 15 digits: the scan reads longer integers, 2^53 - 1 among them, by JSON.parse instead.)
+      flow({ bucketStart: `${d19}T10:00:00.123456Z`, srcIp: '2001:DB8::1', dstIp: '::ffff:10.0.0.1', dstPort: 0, protocol: 'UDP', packets: 123_456_789_012_345, bytes: 0 }),
       flow({ bucketStart: `${d19}T12:30:00.5+02:00`, srcIp: '255.255.255.255', dstIp: '0.0.0.0', dstPort: 65535, packets: 999_999_999_999_999, bytes: 2 ** 31 - 1, source: 'x'.repeat(50) }),
       flow({ bucketStart: `${d19}T10:00:00Z`, srcIp: 'fe80::1:2:3:4', dstIp: '10.0.0.10' }),
     ];
     const plain = JSON.stringify({ flows: records, dropped: 0 });
     // An escape in a string (the same value) sends the body to JSON.parse; another `dropped` makes it another delivery.
     const escaped = JSON.stringify({ flows: records, dropped: 1 }).replaceAll('"ebpf"', '"\\u0065bpf"');
+    // The first is read from its bytes (binary COPY), the second is not.
+    expect(scanFlows(Buffer.from(plain))).not.toBeNull();
+    expect(scanFlows(Buffer.from(escaped))).toBeNull();
     for (const payload of [plain, escaped])
       expect((await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...headers, 'content-type': 'application/json' }, payload })).json()).toEqual({ accepted: 3, outOfWindow: 0 });
     const rows = await sql<{ n: number }>`
@@ -104,7 +109,7 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
     expect(rows.rows.map((r) => r.n)).toEqual([2, 2, 2]);
     const first = (await sql<{ b: string; s: string; d: string; p: string }>`
       select to_char(bucket_start at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') as b, host(src_ip) as s, host(dst_ip) as d, protocol as p from flows
-      where organisation_id = ${org.organisationId} and packets = ${2 ** 53 - 1} limit 1`.execute(t.database.db)).rows[0];
+      where organisation_id = ${org.organisationId} and packets = ${123_456_789_012_345} limit 1`.execute(t.database.db)).rows[0];
     expect(first).toEqual({ b: `${d19} 10:00:00.123456`, s: '2001:db8::1', d: '::ffff:10.0.0.1', p: 'udp' });
   });
 
