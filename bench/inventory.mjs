@@ -10,7 +10,7 @@
 //   3. API throughput for limit=50 vs the same SQL run directly through pg (target ≥ 50%).
 // Results go to stdout and docs/benchmarks.md.
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { Kysely, PostgresDialect, sql } from 'kysely';
@@ -21,6 +21,8 @@ import { openDatabase } from '../packages/server/dist/db/database.js';
 import { migrate } from '../packages/server/dist/db/migrate.js';
 import { buildWebApp } from '../packages/server/dist/main.js';
 import * as repo from '../packages/server/dist/inventory/inventory.repo.js';
+// Searches as the API classifies them (a prefix is a `text` search: names, MAC and address prefixes).
+import { classifySearch } from '../packages/server/dist/inventory/search.js';
 import { createLogger } from '../packages/server/dist/logger.js';
 
 const URL_ = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -121,7 +123,7 @@ const cidrs = Array.from({ length: SEARCHES }, (_, i) => `10.${i % 256}.0.0/16`)
 const prefixes = Array.from({ length: SEARCHES }, (_, i) => `HOST-${String((i * 4999) % HOSTS).padStart(7, '0').slice(0, 5)}`);
 for (let i = 0; i < 5; i++) await repo.listHosts(db, { organisationId, after: 0, take: 51 }, { search: { kind: 'cidr', cidr: cidrs[i] } });
 const cidrT = await timeIt((i) => repo.listHosts(db, { organisationId, after: 0, take: 51 }, { search: { kind: 'cidr', cidr: cidrs[i] } }), SEARCHES);
-const nameT = await timeIt((i) => repo.listHosts(db, { organisationId, after: 0, take: 51 }, { search: { kind: 'name', prefix: prefixes[i] } }), SEARCHES);
+const nameT = await timeIt((i) => repo.listHosts(db, { organisationId, after: 0, take: 51 }, { search: classifySearch(prefixes[i]) }), SEARCHES);
 // Capture the SQL the API runs, to EXPLAIN it.
 const captured = [];
 const spy = new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: URL_, max: 1, options: `-c search_path=${SCHEMA}` }) }), log: (e) => captured.push(e.query) });
@@ -131,7 +133,7 @@ const capture = async (filters) => {
   return [...captured];
 };
 const cidrQueries = await capture({ search: { kind: 'cidr', cidr: '10.7.0.0/16' } });
-const nameQueries = await capture({ search: { kind: 'name', prefix: 'host-00123' } });
+const nameQueries = await capture({ search: classifySearch('host-00123') });
 const [pageSql] = await capture({});
 const plan = async (q) => (await sql.raw(`explain ${q.sql.replace(/\$(\d+)/g, (_, n) => literal(q.parameters[n - 1]))}`).execute(db)).rows.map((r) => r['QUERY PLAN']).join('\n');
 const literal = (v) => (typeof v === 'number' ? String(v) : `'${String(v).replace(/'/g, "''")}'`);
@@ -147,7 +149,7 @@ say(`| CIDR /16 (${SEARCHES} different) | ${cidrT.p50.toFixed(2)} | ${cidrT.p99.
 say(`| hostname prefix (${SEARCHES} different, 100 matches each) | ${nameT.p50.toFixed(2)} | ${nameT.p99.toFixed(2)} | ${(nameT.p99 / plain.p99).toFixed(2)} |`);
 const broad = [];
 for (const prefix of ['ho', 'host-0', 'host-09', 'host-099']) {
-  const t = await timeIt(() => repo.listHosts(db, { organisationId, after: 0, take: 51 }, { search: { kind: 'name', prefix } }), 5);
+  const t = await timeIt(() => repo.listHosts(db, { organisationId, after: 0, take: 51 }, { search: classifySearch(prefix) }), 5);
   broad.push(`\`${prefix}\` ${t.p50.toFixed(0)} ms`);
 }
 say();
@@ -199,4 +201,8 @@ say('Both rows drive the same 8-client load from a separate thread; the API row 
 await app.close();
 await spy.destroy();
 await database.close();
-writeFileSync(fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url)), `${out.join('\n')}\n`);
+// Its sections are the top of the file, up to the first section of another bench: the rest is kept.
+const docPath = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
+const previous = existsSync(docPath) ? readFileSync(docPath, 'utf8') : '';
+const others = previous.search(/^## (?!Keyset pagination depth|Host search|API page throughput)/m);
+writeFileSync(docPath, `${out.join('\n')}\n${others >= 0 ? `\n${previous.slice(others)}` : ''}`);
