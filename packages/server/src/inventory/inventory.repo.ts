@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { hostSources } from '@surveyor/contract';
 import { CLOUD_FINGERPRINT } from '../ingest/facts.js';
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
-import type { Database } from '../db/database.js';
+import type { Database, Row } from '../db/database.js';
 import type { DB } from '../db/schema.js';
 import { likeLiteral, rfc3339 } from '../db/sql.js';
 import { logChanges } from '../events/changes.js';
@@ -41,8 +41,28 @@ class Slot {
   constructor(readonly name: string) {}
 }
 
+/** A value of a page, or the Slot standing for it while the page's statement is compiled (fixedPage). */
+type Bound<T> = T | Slot;
+
+/** The keys of filters `S` that may hold a Slot: the filters that are values (a mode's text depends on it). */
+type SlotKey<S> = { [K in keyof S]-?: Slot extends S[K] ? K : never }[keyof S] & string;
+
+/** Where a page starts and how many rows it takes, as `keyset` and the page builders read them. */
+interface PageBounds {
+  organisationId: Bound<string>;
+  after: Bound<number>;
+  take: Bound<number>;
+  desc?: boolean | undefined;
+}
+
+/** A filter's value (or its Slot) as the operand of a comparison: `$n` either way, as Kysely writes a value. */
+const bound = <T>(v: Bound<T>) => sql<T>`${v}`;
+
+/** A compiled page statement: its name, text, and per parameter the Slot it binds (by name) or a constant. */
+type PageStatement = { name: string; sql: string; parameters: readonly unknown[] };
+
 /** The compiled statements of the page shapes seen so far: which filters are set, their modes, the direction. A few dozen. */
-const pageStatements = new Map<string, { name: string; sql: string; parameters: readonly unknown[] }>();
+const pageStatements = new Map<string, PageStatement>();
 
 /**
  * Runs a page whose SQL text depends only on which filters are set and on their modes (never on a
@@ -50,44 +70,60 @@ const pageStatements = new Map<string, { name: string; sql: string; parameters: 
  * Kysely once per shape, with a Slot for each value (`values` names the filters that are values),
  * and run as a statement PostgreSQL keeps prepared per connection, its values bound per call: no
  * query building, parsing or planning per page. Without, `build` runs through Kysely as usual.
- * `build` must not branch on a value, only on whether it is set (a Slot is set).
+ * `build` must not branch on a value, only on whether it is set (a Slot is set); its values go
+ * into the query as they are (`bound` for a comparison), which its types hold it to.
  */
-function fixedPage<F extends Record<string, unknown>, O>(p: PageArgs, collection: string, f: F, values: readonly (keyof F & string)[], build: (p: PageArgs, f: F) => PageQuery<O>): Promise<O[]> {
+function fixedPage<S extends Record<string, unknown>, O extends Row>(
+  p: PageArgs,
+  collection: string,
+  f: NoInfer<S>,
+  values: readonly SlotKey<S>[],
+  build: (p: PageBounds, f: S) => PageQuery<O>,
+): Promise<O[]> {
   if (!p.prepared) return build(p, f).execute();
-  const isValue = new Set<string>(values);
-  // The shape: every mode as it is, every value as whether it is set; the direction.
-  const shape = `${collection}|${p.desc ? (p.after === 0 ? 'last' : 'before') : 'after'}|${JSON.stringify(f, (k, v) => (k !== '' && isValue.has(k) ? v !== undefined : v))}`;
+  // The shape: the direction, every mode as it is, every value as whether it is set. Modes are
+  // the contract's enumerations and booleans (no `|`); the keys of `f` are in a fixed order.
+  let shape = `${collection}|${p.desc ? (p.after === 0 ? 'last' : 'before') : 'after'}`;
+  for (const k in f) {
+    const v = f[k];
+    shape += (values as readonly string[]).includes(k) ? (v === undefined ? '|-' : '|=') : v === undefined ? '|-' : `|${String(v)}`;
+  }
   let statement = pageStatements.get(shape);
   if (statement === undefined) {
-    const slotted = Object.fromEntries(Object.entries(f).map(([k, v]) => [k, isValue.has(k) && v !== undefined ? new Slot(k) : v])) as F;
-    const at = { organisationId: new Slot('organisationId'), after: p.desc && p.after === 0 ? 0 : new Slot('after'), take: new Slot('take'), desc: p.desc } as unknown as PageArgs;
+    const slots: Record<string, Slot> = {};
+    for (const k of values) if (f[k] !== undefined) slots[k] = new Slot(k);
+    const slotted: S = Object.assign({}, f, slots);
+    const at: PageBounds = { organisationId: new Slot('organisationId'), after: p.desc && p.after === 0 ? 0 : new Slot('after'), take: new Slot('take'), desc: p.desc };
     const c = build(at, slotted).compile();
     statement = { name: `surveyor_page_${createHash('sha256').update(c.sql).digest('hex').slice(0, 24)}`, sql: c.sql, parameters: c.parameters };
     if (pageStatements.size < 1000) pageStatements.set(shape, statement);
   }
-  const bound = statement.parameters.map((x) =>
-    !(x instanceof Slot) ? x : x.name === 'organisationId' ? p.organisationId : x.name === 'after' ? p.after : x.name === 'take' ? p.take : f[x.name],
-  );
-  return p.prepared(statement.name, statement.sql, bound) as unknown as Promise<O[]>;
+  const params = statement.parameters;
+  const args: unknown[] = new Array(params.length);
+  for (let i = 0; i < params.length; i++) {
+    const x = params[i];
+    args[i] = !(x instanceof Slot) ? x : x.name === 'organisationId' ? p.organisationId : x.name === 'after' ? p.after : x.name === 'take' ? p.take : f[x.name];
+  }
+  return p.prepared<O>(statement.name, statement.sql, args);
 }
 
 const iso = <C extends string>(column: C) => rfc3339(column).as(column);
 const isoOrNull = <C extends string>(column: C) => rfc3339<string | null>(column).as(column);
 
 /** Keyset page on (organisation_id, seq): the same index range scan at any depth, either way. */
-function keyset<T extends keyof DB & string, O>(q: SelectQueryBuilder<DB, T, O>, table: T, p: PageArgs) {
+function keyset<T extends keyof DB & string, O>(q: SelectQueryBuilder<DB, T, O>, table: T, p: PageBounds) {
   const ref = (c: string) => sql.ref(`${table}.${c}`);
   const scoped = q.where(sql<boolean>`${ref('organisation_id')} = ${p.organisationId}`);
   // `after` may be a Slot (fixedPage): any position but 0 is a bound.
-  if (p.desc) return (p.after !== 0 ? scoped.where(sql<boolean>`${ref('seq')} < ${p.after}`) : scoped).orderBy(sql`${ref('seq')} desc`).limit(p.take);
-  return scoped.where(sql<boolean>`${ref('seq')} > ${p.after}`).orderBy(sql`${ref('seq')}`).limit(p.take);
+  if (p.desc) return (p.after !== 0 ? scoped.where(sql<boolean>`${ref('seq')} < ${p.after}`) : scoped).orderBy(sql`${ref('seq')} desc`).limit(bound(p.take));
+  return scoped.where(sql<boolean>`${ref('seq')} > ${p.after}`).orderBy(sql`${ref('seq')}`).limit(bound(p.take));
 }
 
 /** Only these ids (a lookup of the ids a page shows). */
 type ById = { ids?: readonly string[] | undefined };
 
 export function listSites(db: Kysely<DB>, p: PageArgs, f: ById = {}) {
-  const build = (p: PageArgs, f: ById) => {
+  const build = (p: PageBounds, f: ById) => {
     let q = db.selectFrom('sites').select(['id', 'seq', 'code', 'name', 'description', iso('created_at'), iso('updated_at')]);
     if (f.ids) q = q.where('id', 'in', [...f.ids]);
     return keyset(q, 'sites', p);
@@ -106,9 +142,9 @@ const networkColumns = [
 ] as const;
 
 export function listNetworks(db: Kysely<DB>, p: PageArgs, f: { siteId?: string | undefined } & ById) {
-  const build = (p: PageArgs, f: { siteId?: string | undefined } & ById) => {
+  const build = (p: PageBounds, f: { siteId?: Bound<string> | undefined } & ById) => {
     let q = db.selectFrom('networks').select(networkColumns);
-    if (f.siteId) q = q.where('site_id', '=', f.siteId);
+    if (f.siteId) q = q.where('site_id', '=', bound(f.siteId));
     if (f.ids) q = q.where('id', 'in', [...f.ids]);
     return keyset(q, 'networks', p);
   };
@@ -171,8 +207,11 @@ async function textCandidates(db: Kysely<DB>, p: PageArgs, f: HostFilters, s: Ex
   return rows.length > SPARSE_TEXT_MATCHES ? rows : [...new Map(rows.map((r) => [r.id, r])).values()];
 }
 
+/** The filters of a hosts page other than a search (its site a Slot while its statement is compiled). */
+type HostPageFilters = Omit<HostFilters, 'siteId' | 'search'> & { siteId?: Bound<string> | undefined };
+
 /** The hosts page under the filters other than a search. */
-function hostsQuery(db: Kysely<DB>, f: HostFilters) {
+function hostsQuery(db: Kysely<DB>, f: HostPageFilters) {
   let q = db
     .selectFrom('hosts')
     .select([
@@ -183,7 +222,7 @@ function hostsQuery(db: Kysely<DB>, f: HostFilters) {
       // the rest of a row's decoding (postgres-array, about 2 µs an array).
       sql<string>`array_to_json(addresses)::text`.as('addresses_json'), sql<string>`array_to_json(macs)::text`.as('macs_json'), 'open_port_count',
     ]);
-  if (f.siteId) q = q.where('site_id', '=', f.siteId);
+  if (f.siteId) q = q.where('site_id', '=', bound(f.siteId));
   if (f.ids) q = q.where('id', 'in', [...f.ids]);
   if (f.gone === 'exclude' || f.gone === 'only') q = q.where('gone_at', f.gone === 'only' ? 'is not' : 'is', null);
   if (f.source) q = q.where(sourceMatch(f.source, 'hosts'));
@@ -192,7 +231,7 @@ function hostsQuery(db: Kysely<DB>, f: HostFilters) {
 
 export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
   const s = f.search;
-  if (!s && !f.ids) return fixedPage(p, 'hosts', { siteId: f.siteId, gone: f.gone, source: f.source }, ['siteId'], (p, f) => keyset(hostsQuery(db, f), 'hosts', p));
+  if (!s && !f.ids) return fixedPage(p, 'hosts', { siteId: f.siteId, gone: f.gone, source: f.source }, ['siteId'], (p, f: HostPageFilters) => keyset(hostsQuery(db, f), 'hosts', p));
   let q = hostsQuery(db, f);
   if (s?.kind === 'id') q = q.where('id', '=', s.id);
   else if (s?.kind === 'address' || s?.kind === 'cidr') {
@@ -228,6 +267,9 @@ export interface ServiceFilters {
   exposed?: 'true' | 'false' | undefined;
 }
 
+/** The services filters with their values possibly Slots (fixedPage); product, version and CPE never are (their text is a LIKE pattern). */
+type ServicePageFilters = Omit<ServiceFilters, 'hostId' | 'port' | 'protocol'> & { hostId?: Bound<string> | undefined; port?: Bound<number> | undefined; protocol?: Bound<string> | undefined };
+
 /**
  * Why the internet reaches service `services` (the view service_exposure, migration 0029), or null.
  * The view only ever answers for a service open and present on a host a cloud account lists now;
@@ -246,10 +288,10 @@ const exposedVia = sql<string | null>`(case when services.state = 'open' and ser
  * version whose next character is not a digit (`2.4` → `2.4.49`, not `2.40`). CPE: equal, or
  * continued by `:` (whole components). Gone: included unless asked otherwise.
  */
-function whereServices<O>(q: SelectQueryBuilder<DB, 'services', O>, f: ServiceFilters) {
-  if (f.hostId) q = q.where('host_id', '=', f.hostId);
-  if (f.port !== undefined) q = q.where('port', '=', f.port);
-  if (f.protocol) q = q.where('protocol', '=', f.protocol);
+function whereServices<O>(q: SelectQueryBuilder<DB, 'services', O>, f: ServicePageFilters) {
+  if (f.hostId) q = q.where('host_id', '=', bound(f.hostId));
+  if (f.port !== undefined) q = q.where('port', '=', bound(f.port));
+  if (f.protocol) q = q.where('protocol', '=', bound(f.protocol));
   if (f.product) q = q.where(sql<boolean>`lower(product) like ${`%${likeLiteral(f.product.toLowerCase())}%`}`);
   if (f.version) {
     const v = f.version.toLowerCase();
@@ -264,7 +306,7 @@ function whereServices<O>(q: SelectQueryBuilder<DB, 'services', O>, f: ServiceFi
 }
 
 export function listServices(db: Kysely<DB>, p: PageArgs, f: ServiceFilters) {
-  const build = (p: PageArgs, f: ServiceFilters) => {
+  const build = (p: PageBounds, f: ServicePageFilters) => {
     const q = db.selectFrom('services').select([
       'id', 'seq', 'host_id', 'protocol', 'port', 'state', 'banner', 'name', 'product', 'vendor', 'version', 'cpe', 'signature_id', 'signature_source', 'confidence',
       iso('first_seen_at'), iso('last_seen_at'), isoOrNull('gone_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'), exposedVia.as('exposed_via'),
@@ -292,13 +334,13 @@ export type ExpiryWindow = { kind: 'expired'; now: Date } | { kind: 'within'; no
 const certificateState = sql<'current' | 'replaced' | 'gone'>`(select cs.state from certificate_states cs where cs.organisation_id = certificates.organisation_id and cs.id = certificates.id)`;
 
 type CertificateFilters = {
-  hostId?: string | undefined;
-  trustStatus?: string | undefined;
+  hostId?: Bound<string> | undefined;
+  trustStatus?: Bound<string> | undefined;
   current?: boolean | undefined;
   /** The expiry window's kind, its instant and its days. */
   expiring?: ExpiryWindow['kind'] | undefined;
-  now?: Date | undefined;
-  days?: number | undefined;
+  now?: Bound<Date> | undefined;
+  days?: Bound<number> | undefined;
 };
 
 export function listCertificates(
@@ -306,15 +348,15 @@ export function listCertificates(
   p: PageArgs,
   f: { hostId?: string | undefined; trustStatus?: string | undefined; expiring?: ExpiryWindow | undefined; current?: boolean | undefined },
 ) {
-  const build = (p: PageArgs, f: CertificateFilters) => {
+  const build = (p: PageBounds, f: CertificateFilters) => {
     let q = db.selectFrom('certificates').select([
       'id', 'seq', 'host_id', 'port', 'subject', 'issuer', 'sha256', 'trust_status',
       iso('not_before'), iso('not_after'), iso('first_seen_at'), iso('last_seen_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'),
       certificateState.as('state'),
     ]);
-    if (f.hostId) q = q.where('host_id', '=', f.hostId);
+    if (f.hostId) q = q.where('host_id', '=', bound(f.hostId));
     if (f.current !== undefined) q = q.where(f.current ? sql<boolean>`${certificateState} = 'current'` : sql<boolean>`${certificateState} <> 'current'`);
-    if (f.trustStatus) q = q.where('trust_status', '=', f.trustStatus);
+    if (f.trustStatus) q = q.where('trust_status', '=', bound(f.trustStatus));
     if (f.expiring === 'expired') q = q.where(sql<boolean>`not_after <= ${f.now}`);
     else if (f.expiring === 'within') q = q.where(sql<boolean>`not_after > ${f.now} and not_after <= ${f.now}::timestamptz + make_interval(days => ${f.days})`);
     return keyset(q, 'certificates', p);
@@ -329,41 +371,41 @@ const vulnerabilityColumns = [
   iso('first_seen_at'), iso('last_seen_at'), iso('state_changed_at'), isoOrNull('resolved_at'), iso('created_at'), iso('updated_at'),
 ] as const;
 
-type VulnerabilityFilters = { serviceId?: string | undefined; state?: string | undefined; severity?: string | undefined };
+type VulnerabilityFilters = { serviceId?: Bound<string> | undefined; state?: Bound<string> | undefined; severity?: Bound<string> | undefined };
 
 export function listVulnerabilities(db: Kysely<DB>, p: PageArgs, f: VulnerabilityFilters) {
-  const build = (p: PageArgs, f: VulnerabilityFilters) => {
+  const build = (p: PageBounds, f: VulnerabilityFilters) => {
     let q = db.selectFrom('vulnerabilities').select(vulnerabilityColumns);
-    if (f.serviceId) q = q.where('service_id', '=', f.serviceId);
-    if (f.state) q = q.where('state', '=', f.state);
-    if (f.severity) q = q.where('severity', '=', f.severity);
+    if (f.serviceId) q = q.where('service_id', '=', bound(f.serviceId));
+    if (f.state) q = q.where('state', '=', bound(f.state));
+    if (f.severity) q = q.where('severity', '=', bound(f.severity));
     return keyset(q, 'vulnerabilities', p);
   };
   return fixedPage(p, 'vulnerabilities', { serviceId: f.serviceId, state: f.state, severity: f.severity }, ['serviceId', 'state', 'severity'], build);
 }
 
-type SnapshotFilters = { siteId?: string | undefined; reason?: string | undefined };
+type SnapshotFilters = { siteId?: Bound<string> | undefined; reason?: Bound<string> | undefined };
 
 export function listSnapshots(db: Kysely<DB>, p: PageArgs, f: SnapshotFilters) {
-  const build = (p: PageArgs, f: SnapshotFilters) => {
+  const build = (p: PageBounds, f: SnapshotFilters) => {
     let q = db.selectFrom('snapshots').select(snapshotColumns);
-    if (f.siteId) q = q.where('site_id', '=', f.siteId);
-    if (f.reason) q = q.where('reason', '=', f.reason);
+    if (f.siteId) q = q.where('site_id', '=', bound(f.siteId));
+    if (f.reason) q = q.where('reason', '=', bound(f.reason));
     return keyset(q, 'snapshots', p);
   };
   return fixedPage(p, 'snapshots', { siteId: f.siteId, reason: f.reason }, ['siteId', 'reason'], build);
 }
 
 
-type TopologyFilters = { siteId?: string | undefined; kind?: string | undefined; status?: string | undefined };
+type TopologyFilters = { siteId?: Bound<string> | undefined; kind?: Bound<string> | undefined; status?: Bound<string> | undefined };
 
 export function listTopologies(db: Kysely<DB>, p: PageArgs, f: TopologyFilters) {
-  const build = (p: PageArgs, f: TopologyFilters) => {
+  const build = (p: PageBounds, f: TopologyFilters) => {
     // The name from the site's current name (a renamed site shows at once).
     let q = db.selectFrom('topologies').select(['id', 'seq', 'site_id', 'kind', 'status', topologyName('topologies').as('name'), 'node_count', 'edge_count', isoOrNull('built_at'), iso('created_at'), iso('updated_at')]);
-    if (f.siteId) q = q.where('site_id', '=', f.siteId);
-    if (f.kind) q = q.where('kind', '=', f.kind);
-    if (f.status) q = q.where('status', '=', f.status);
+    if (f.siteId) q = q.where('site_id', '=', bound(f.siteId));
+    if (f.kind) q = q.where('kind', '=', bound(f.kind));
+    if (f.status) q = q.where('status', '=', bound(f.status));
     return keyset(q, 'topologies', p);
   };
   return fixedPage(p, 'topologies', { siteId: f.siteId, kind: f.kind, status: f.status }, ['siteId', 'kind', 'status'], build);

@@ -166,18 +166,38 @@ export function expiryWindow(w: CertificateExpiryWindow, now: Date): repo.Expiry
 
 type PageRow = { seq: number };
 
+/** A page of items: `limit` items after the cursor, and the cursor of the next page when more follow. */
+type ItemPage = { data: unknown[]; nextCursor: string | null; hasMore: boolean };
+
 /**
- * Per collection: its rows after a position, the item the contract shows of a row, and where one
- * exists, a writer of the whole page as JSON text straight from the rows (page-json.ts).
+ * Per collection, one page: `limit` rows after a position, as the contract's items, or where the
+ * collection has a writer of the whole page as JSON text straight from its rows (page-json.ts) and
+ * `text` asks for it, as that text. Each collection's row type stays inside its lister.
  */
-type Lister<N extends CollectionName, R extends PageRow> = {
+type Lister<N extends CollectionName> = (
+  db: Kysely<DB>,
+  p: repo.PageArgs,
+  q: Query<N>,
+  limit: number,
+  cursorAfter: (seq: number) => string,
+  text: boolean,
+) => Promise<ItemPage | string>;
+
+function lister<N extends CollectionName, R extends PageRow>(l: {
   rows: (db: Kysely<DB>, p: repo.PageArgs, q: Query<N>) => Promise<R[]>;
   item: (r: R) => unknown;
   write?: PageWriter<R>;
-};
-const lister = <N extends CollectionName, R extends PageRow>(l: Lister<N, R>) => l as unknown as Lister<N, PageRow>;
+}): Lister<N> {
+  return async (db, p, q, limit, cursorAfter, text) => {
+    const rows = await l.rows(db, p, q);
+    const hasMore = rows.length > limit;
+    if (hasMore) rows.length = limit;
+    const nextCursor = hasMore ? cursorAfter(rows[limit - 1]!.seq) : null;
+    return text && l.write ? l.write(rows, nextCursor, hasMore) : { data: rows.map(l.item), nextCursor, hasMore };
+  };
+}
 
-const listers: { [N in CollectionName]: Lister<N, PageRow> } = {
+const listers: { [N in CollectionName]: Lister<N> } = {
   sites: lister({ rows: (db, p) => repo.listSites(db, p), item: toSite }),
   networks: lister({ rows: (db, p, q) => repo.listNetworks(db, p, q), item: toNetwork }),
   hosts: lister({
@@ -201,21 +221,20 @@ const listers: { [N in CollectionName]: Lister<N, PageRow> } = {
   topologies: lister({ rows: (db, p, q: Query<'topologies'>) => repo.listTopologies(db, p, q), item: toTopology }),
 };
 
-/** The rows of one page: `limit` rows after the cursor, and the cursor of the next page when more follow. */
-async function pageRows<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>, prepared: Database['prepared'] | undefined) {
+/** One page of a collection, as items or (`prepared` given, and a writer for the collection) as its JSON text. */
+function page<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>, prepared: Database['prepared'] | undefined) {
   const { limit, cursor, ...filters } = query as Query<N> & { limit: number; cursor?: string };
   const after = cursor ? cursors.decode(organisationId, name, filters, cursor) : 0;
   const desc = (filters as { order?: 'asc' | 'desc' }).order === 'desc';
-  const rows = await listers[name].rows(db, { organisationId, after, take: limit + 1, desc, prepared }, query);
-  const hasMore = rows.length > limit;
-  if (hasMore) rows.length = limit;
-  return { rows, nextCursor: hasMore ? cursors.encode(organisationId, name, filters, rows.at(-1)!.seq) : null, hasMore };
+  const list: Lister<N> = listers[name];
+  return list(db, { organisationId, after, take: limit + 1, desc, prepared }, query, limit, (seq) => cursors.encode(organisationId, name, filters, seq), prepared !== undefined);
 }
 
 /** One page of a collection: `limit` items after the cursor, and the cursor of the next page when more follow. */
-export async function listCollection<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>) {
-  const { rows, nextCursor, hasMore } = await pageRows(db, cursors, organisationId, name, query, undefined);
-  return { data: rows.map(listers[name].item), nextCursor, hasMore };
+export async function listCollection<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>): Promise<ItemPage> {
+  const items = await page(db, cursors, organisationId, name, query, undefined);
+  if (typeof items === 'string') throw new Error('a page of items was asked, not its text');
+  return items;
 }
 
 /**
@@ -224,10 +243,8 @@ export async function listCollection<N extends CollectionName>(db: Kysely<DB>, c
  * `prepared`: the web process's `Database.prepared` (outside any transaction), through which pages
  * of a fixed shape run as prepared statements.
  */
-export async function collectionPage<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>, prepared: Database['prepared']) {
-  const { rows, nextCursor, hasMore } = await pageRows(db, cursors, organisationId, name, query, prepared);
-  const { item, write } = listers[name];
-  return write ? write(rows, nextCursor, hasMore) : { data: rows.map(item), nextCursor, hasMore };
+export function collectionPage<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>, prepared: Database['prepared']) {
+  return page(db, cursors, organisationId, name, query, prepared);
 }
 
 /** How many services the filters of the services list select (`GET /api/v1/services/count`). */
