@@ -23,7 +23,10 @@ export async function startServe({ url, schema, env = {} }) {
   // The log stays at warn (request records would cost the benchmark); the start-up record is at
   // info, so the port is chosen here and readiness read from /api/health.
   const port = await freePort();
-  const child = spawn(process.execPath, [fileURLToPath(new URL('../packages/server/bin/surveyor.js', import.meta.url)), 'serve'], {
+  // BENCH_SERVE_NODE_ARGS: node options for the child only (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`,
+  // which NODE_OPTIONS refuses); the child exits on SIGTERM, so its profile is written.
+  const nodeArgs = (process.env.BENCH_SERVE_NODE_ARGS || '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, fileURLToPath(new URL('../packages/server/bin/surveyor.js', import.meta.url)), 'serve'], {
     env: {
       ...process.env,
       DATABASE_URL: `${url}${url.includes('?') ? '&' : '?'}options=-c%20search_path%3D${schema}`,
