@@ -58,9 +58,20 @@ function postgresCpu() {
   }
   return ticks / TICK;
 }
+// The main thread alone (the web process's JavaScript, its GC's main-thread share): this thread and
+// the sender run in one process, so process.cpuUsage() holds both.
+function mainThreadCpu() {
+  try {
+    const stat = readFileSync(`/proc/${process.pid}/task/${process.pid}/stat`, 'latin1');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / TICK;
+  } catch {
+    return Number.NaN;
+  }
+}
 const cpu = () => {
   const u = process.cpuUsage();
-  return { self: (u.user + u.system) / 1e6, postgres: postgresCpu() };
+  return { self: (u.user + u.system) / 1e6, main: mainThreadCpu(), postgres: postgresCpu() };
 };
 let cpu0;
 let cpu1;
@@ -119,4 +130,4 @@ if (mode === 'api') {
   for (const c of clients) await c.end();
 }
 cpu1 ??= cpu();
-parentPort.postMessage({ seconds, stored, cpu: { self: cpu1.self - cpu0.self, postgres: cpu1.postgres - cpu0.postgres } });
+parentPort.postMessage({ seconds, stored, cpu: { self: cpu1.self - cpu0.self, main: cpu1.main - cpu0.main, postgres: cpu1.postgres - cpu0.postgres } });

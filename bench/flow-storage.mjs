@@ -95,8 +95,9 @@ if (PARTS.includes('ingest')) {
     const bare = await send('copy', 'flows_bare', shape);
     const api = await send('api', undefined, shape);
     if (api.stored !== FLOWS) throw new Error(`stored ${api.stored} of ${FLOWS}`);
-    // CPU µs a record: of this process (web process and client thread) and of PostgreSQL's processes.
-    const us = (r) => ({ process: (r.cpu.self / FLOWS) * 1e6, postgres: (r.cpu.postgres / FLOWS) * 1e6 });
+    // CPU µs a record: of this process (web process and client thread), of its main thread alone
+    // (the web process's JavaScript; Linux /proc, 10 ms ticks) and of PostgreSQL's processes.
+    const us = (r) => ({ process: (r.cpu.self / FLOWS) * 1e6, web: (r.cpu.main / FLOWS) * 1e6, postgres: (r.cpu.postgres / FLOWS) * 1e6 });
     result.ingest[shape] = { bare: FLOWS / bare.seconds, api: FLOWS / api.seconds, ratio: bare.seconds / api.seconds, cpuUs: { bare: us(bare), api: us(api) } };
     console.log('ingest', shape, result.ingest[shape]);
   }

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { PassThrough, Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as admin from '../src/admin/admin.service.js';
+import { giveBody, pooledBodies, readBody, takeBody } from '../src/ingest/flow-body.js';
 import { scanFlows } from '../src/ingest/flow-check.js';
 import { type SeededOrg, type TestApp, bearer, buildTestApp, seedOrg } from './helpers.js';
 import { addHost, addService } from './fixtures.js';
@@ -174,9 +176,80 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
       const res = await small.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...bearer(tok), 'x-daemon-id': id }, payload: { flows: Array.from({ length: 40 }, () => flow()) } });
       expect(res.statusCode).toBe(413);
       expect(res.json().code).toBe('payload_too_large');
+      // Chunked, without a Content-Length: refused as it passes the limit.
+      const chunked = await small.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...bearer(tok), 'x-daemon-id': id, 'content-type': 'application/json' }, payload: Readable.from([Buffer.from(JSON.stringify({ flows: Array.from({ length: 40 }, () => flow()) }))]) });
+      expect(chunked.statusCode).toBe(413);
+      expect(chunked.json().code).toBe('payload_too_large');
     } finally {
       await small.close();
     }
+  });
+
+  // The body is read into a pooled buffer of its length (ingest/flow-body.ts), with fastify's checks.
+  it('refuses a body longer or shorter than its Content-Length with 400, storing nothing', async () => {
+    const before = (await stored()).length;
+    const payload = JSON.stringify({ flows: [flow({ bucketStart: `${d20}T19:00:00Z` })] });
+    for (const length of [payload.length - 5, payload.length + 5]) {
+      const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...headers, 'content-type': 'application/json', 'content-length': String(length) }, payload });
+      expect(res.statusCode, String(length)).toBe(400);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.json().code).toBe('validation_failed');
+    }
+    expect((await stored()).length).toBe(before);
+  });
+
+  it('reads a chunked body without a Content-Length, in pieces of any size', async () => {
+    const text = JSON.stringify({ flows: Array.from({ length: 3000 }, (_, i) => flow({ bucketStart: `${d20}T20:00:00Z`, bytes: 100_000 + i })) });
+    expect(text.length).toBeGreaterThan(256 * 1024); // past the first buffer of an unknown length
+    const pieces = Array.from({ length: Math.ceil(text.length / 7001) }, (_, i) => Buffer.from(text.slice(i * 7001, (i + 1) * 7001)));
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...headers, 'content-type': 'application/json' }, payload: Readable.from(pieces) });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ accepted: 3000, outOfWindow: 0 });
+  });
+
+  it('gives an empty delivery\'s body back to the pool', async () => {
+    while (pooledBodies() > 0) takeBody(0);
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: { flows: [], dropped: 0 } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(pooledBodies()).toBe(1);
+  });
+
+  it('refuses an empty body with 400, with or without a Content-Length', async () => {
+    for (const payload of ['', Readable.from([])]) {
+      const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers: { ...headers, 'content-type': 'application/json' }, payload });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().code).toBe('validation_failed');
+    }
+  });
+
+  it('refuses a truncated body (the stream breaks before its end) with 400, keeping nothing of it', async () => {
+    const stream = new PassThrough();
+    const answer = new Promise<{ err: Error | null; body?: unknown }>((resolve) => readBody({ 'content-length': '100' }, stream, 1000, (err, body) => resolve({ err, body })));
+    stream.write(Buffer.from('{"flows":['));
+    stream.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+    const { err, body } = await answer;
+    expect(body).toBeUndefined();
+    expect((err as Error & { statusCode?: number }).statusCode).toBe(400);
+  });
+
+  it('reads into buffers of the declared length, refusing a body past the limit as it arrives', async () => {
+    const read = (headers: { 'content-length'?: string }, chunks: string[], limit: number) =>
+      new Promise<{ err: (Error & { code?: string; statusCode?: number }) | null; text?: string }>((resolve) => {
+        const stream = new PassThrough();
+        readBody(headers, stream, limit, (err, body) => resolve({ err, text: body?.buffer.toString('utf8', 0, body.length) }));
+        for (const c of chunks) stream.write(c);
+        stream.end();
+      });
+    expect(await read({ 'content-length': '6' }, ['abc', 'def'], 10)).toEqual({ err: null, text: 'abcdef' });
+    expect(await read({}, ['abc', 'def'], 10)).toEqual({ err: null, text: 'abcdef' });
+    expect((await read({ 'content-length': '11' }, [], 10)).err?.code).toBe('FST_ERR_CTP_BODY_TOO_LARGE');
+    expect((await read({}, ['abcdef', 'ghijk'], 10)).err?.code).toBe('FST_ERR_CTP_BODY_TOO_LARGE');
+    expect((await read({ 'content-length': '4' }, ['abcdef'], 10)).err?.code).toBe('FST_ERR_CTP_INVALID_CONTENT_LENGTH');
+    expect((await read({ 'content-length': '8' }, ['abcdef'], 10)).err?.code).toBe('FST_ERR_CTP_INVALID_CONTENT_LENGTH');
+    // A buffer given back serves the next body that fits in it.
+    const b = takeBody(64);
+    giveBody(b);
+    expect(takeBody(64)).toBe(b);
   });
 
   it('needs the daemon\'s X-Daemon-ID', async () => {

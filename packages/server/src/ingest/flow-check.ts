@@ -1,6 +1,7 @@
 import { type Hash, createHash } from 'node:crypto';
 import { CANONICAL_IPV4, FlowRecord, type FlowsRequest, parseIp } from '@surveyor/contract';
 import type { z } from 'zod';
+import { giveBody } from './flow-body.js';
 
 type FlowsBody = z.output<typeof FlowsRequest>;
 type Check = { safeParse(v: unknown): { success: true; data: unknown } | { success: false } };
@@ -124,16 +125,26 @@ export class ScannedFlows {
     readonly tuples: Int32Array,
     /** The whole buffer `binary` is the start of. */
     private readonly pooled: Buffer,
+    /** The pooled buffer `raw` is the start of (flow-body.ts), when the body was read into one. */
+    private readonly body?: Buffer,
   ) {}
 
-  /** Gives the binary tuples' buffer back for another delivery: only once nothing can read it again (its COPY done). */
+  #released = false;
+  /**
+   * Gives the binary tuples' buffer, and the body's, back for another delivery: only once nothing
+   * can read them again (its COPY done, its records parsed if they were needed).
+   */
   release(): void {
+    if (this.#released) return;
+    this.#released = true;
     keep(this.pooled);
+    if (this.body) giveBody(this.body);
   }
 
   /** The records as the object path has them (parsed on first use). */
   get flows(): FlowsBody['flows'] {
     if (!this.#flows) {
+      if (this.#released) throw new Error('a released flow delivery read again');
       const checked = checkFlowsFast(JSON.parse(this.raw.toString('utf8')));
       if (!checked) throw new Error('a scanned flow delivery fails the body check');
       this.#flows = checked.flows;
@@ -538,14 +549,14 @@ class Scanner {
  * accepts what JSON.parse and the schema accept, and stores the same bytes (a differential test
  * holds it to that).
  */
-export function scanFlows(b: Buffer): ScannedFlows | null {
+export function scanFlows(b: Buffer, body?: Buffer): ScannedFlows | null {
   const r = new Scanner(b);
-  const scanned = scan(r);
+  const scanned = scan(r, body);
   if (!scanned) keep(r.bin);
   return scanned;
 }
 
-function scan(r: Scanner): ScannedFlows | null {
+function scan(r: Scanner, body: Buffer | undefined): ScannedFlows | null {
   const b = r.b;
   let dropped = 0;
   let top = 0;
@@ -591,5 +602,5 @@ function scan(r: Scanner): ScannedFlows | null {
   r.room(0, 2);
   r.int16(0xffff);
   const digest = r.hash.update(r.out.subarray(0, r.o)).update(`|${dropped}`).digest('hex');
-  return new ScannedFlows(b, r.count, dropped, digest, r.firstAt, r.lastAt, [...r.days], r.bin.subarray(0, r.p), r.tuples.subarray(0, r.count), r.bin);
+  return new ScannedFlows(b, r.count, dropped, digest, r.firstAt, r.lastAt, [...r.days], r.bin.subarray(0, r.p), r.tuples.subarray(0, r.count), r.bin, body);
 }

@@ -218,6 +218,8 @@ export async function storeFlows(tx: Transaction<DB>, organisationId: string, da
 export async function ingestFlows(db: Kysely<DB>, p: DaemonPrincipal, body: z.output<typeof FlowsRequest>): Promise<{ accepted: number; outOfWindow: number }> {
   const daemon = await ownDaemon(db, p);
   if ((body instanceof ScannedFlows ? body.count : body.flows.length) === 0) {
+    // Nothing was copied from its buffers: they can serve another delivery.
+    if (body instanceof ScannedFlows) body.release();
     // Nothing to recognise a retry by: a delivery of `dropped` alone is counted as it comes.
     if (body.dropped > 0) await addDropped(db, p.organisationId, daemon.id, body.dropped);
     return { accepted: 0, outOfWindow: 0 };

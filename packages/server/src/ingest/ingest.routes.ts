@@ -6,6 +6,7 @@ import type { DB } from '../db/schema.js';
 import { daemonPrincipal } from '../http/principals.js';
 import { noteNulEscape } from '../http/nul.js';
 import { addRoute } from '../http/route.js';
+import { giveBody, readBody } from './flow-body.js';
 import { checkFlowsFast, scanFlows } from './flow-check.js';
 import { ingestFlows } from './flows.js';
 import { ingestObservationBatch } from './observations.js';
@@ -36,22 +37,31 @@ export function registerIngestRoutes(app: FastifyInstance, deps: { db: Kysely<DB
   // parsed as JSON as above and checked by checkFlowsFast, then the schema.
   void app.register(async (flows) => {
     flows.removeContentTypeParser('application/json');
-    flows.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-      const bytes = body as Buffer;
-      if (bytes.length === 0) return done(Object.assign(new Error('The body is empty but declared as JSON.'), { statusCode: 400, code: 'FST_ERR_CTP_EMPTY_JSON_BODY' }), undefined);
-      const scanned = scanFlows(bytes);
-      if (scanned) {
-        // Its strings hold no escape at all, so no NUL: nothing for the app's NUL walk.
-        noteNulEscape(request, '');
-        return done(null, scanned);
-      }
-      const text = bytes.toString('utf8');
-      noteNulEscape(request, text);
-      try {
-        done(null, JSON.parse(text));
-      } catch (err) {
-        done(Object.assign(err as Error, { statusCode: 400 }), undefined);
-      }
+    // The body is read into one pooled buffer of its length (flow-body.ts), not fastify's chunks
+    // and their concatenation; a body the scan reads keeps it until its delivery is stored.
+    flows.addContentTypeParser('application/json', (request, payload, done) => {
+      readBody(request.headers, payload, config.ingestBodyLimitBytes, (err, body) => {
+        if (err || !body) return done(err, undefined);
+        const { buffer, length } = body;
+        if (length === 0) {
+          giveBody(buffer);
+          return done(Object.assign(new Error('The body is empty but declared as JSON.'), { statusCode: 400, code: 'FST_ERR_CTP_EMPTY_JSON_BODY' }), undefined);
+        }
+        const scanned = scanFlows(buffer.subarray(0, length), buffer);
+        if (scanned) {
+          // Its strings hold no escape at all, so no NUL: nothing for the app's NUL walk.
+          noteNulEscape(request, '');
+          return done(null, scanned);
+        }
+        const text = buffer.toString('utf8', 0, length);
+        giveBody(buffer);
+        noteNulEscape(request, text);
+        try {
+          done(null, JSON.parse(text));
+        } catch (err) {
+          done(Object.assign(err as Error, { statusCode: 400 }), undefined);
+        }
+      });
     });
     addRoute(flows, routes.daemonFlows, async (request) => ingestFlows(db, daemonPrincipal(request), request.body), {
       bodyLimit: config.ingestBodyLimitBytes,
