@@ -203,8 +203,7 @@ export async function upsertAddresses(db: Db, organisationId: string, since: Dat
   if (a.length === 0) return [];
   return rows(
     sql<{ host_id: string; address: string; changed: boolean }>`
-      insert into host_addresses (organisation_id, host_id, address, mac)
-      select ${organisationId}, h, addr::inet, m::macaddr from unnest(${a.map((x) => x.hostId)}::uuid[], ${a.map((x) => x.address)}::text[], ${a.map((x) => x.mac)}::text[]) as v(h, addr, m)
+      ${insertAddresses(organisationId, a)}
       on conflict (organisation_id, host_id, address) do update set mac = coalesce(excluded.mac, host_addresses.mac), last_seen_at = now(),
         updated_at = case when excluded.mac is not null and excluded.mac is distinct from host_addresses.mac then now() else host_addresses.updated_at end
       where (excluded.mac is not null and excluded.mac is distinct from host_addresses.mac) or host_addresses.last_seen_at < ${since}
@@ -219,9 +218,14 @@ export async function upsertAddresses(db: Db, organisationId: string, since: Dat
  */
 export async function insertNewAddresses(db: Db, organisationId: string, a: { hostId: string; address: string; mac: string | null }[]): Promise<void> {
   if (a.length === 0) return;
-  await sql`
+  await insertAddresses(organisationId, a).execute(db);
+}
+
+/** `insert into host_addresses … select … from unnest(…)` of these rows. */
+function insertAddresses(organisationId: string, a: { hostId: string; address: string; mac: string | null }[]) {
+  return sql`
     insert into host_addresses (organisation_id, host_id, address, mac)
-    select ${organisationId}, h, addr::inet, m::macaddr from unnest(${a.map((x) => x.hostId)}::uuid[], ${a.map((x) => x.address)}::text[], ${a.map((x) => x.mac)}::text[]) as v(h, addr, m)`.execute(db);
+    select ${organisationId}, h, addr::inet, m::macaddr from unnest(${a.map((x) => x.hostId)}::uuid[], ${a.map((x) => x.address)}::text[], ${a.map((x) => x.mac)}::text[]) as v(h, addr, m)`;
 }
 
 export async function upsertInterfaces(db: Db, organisationId: string, since: Date, a: { hostId: string; name: string; mac: string | null }[]) {
