@@ -1,6 +1,6 @@
 import { type Role, type RouteAuth, type Scope, acceptsSession, isUuid, problemCodes, roleAtLeast, scopeMinimumRole } from '@surveyor/contract';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { authenticateBearer, authenticateSession, keyGrants } from './auth.service.js';
+import { authenticateBearer, authenticateSession, keptBearer, keyGrants } from './auth.service.js';
 import type { Principal } from './principal.js';
 import { CREDENTIALS_CHANNEL, CredentialCache } from './credential-cache.js';
 import { safeEqual } from './tokens.js';
@@ -77,15 +77,32 @@ export function registerAuthHook(app: FastifyInstance, deps: { database: Databas
   const anon = (request: FastifyRequest) => limit(request, `anon:${request.ip}`, config.rateLimits.anonPerMinute);
 
   app.decorateRequest('headersForReply', null);
-  app.addHook('onSend', async (request, reply) => {
+  // Callback hooks, not async ones: every request runs them, and a read with a kept key needs no
+  // promise at all (keptBearer).
+  app.addHook('onSend', (request, reply, _payload, done) => {
     if (request.headersForReply) reply.headers(request.headersForReply);
+    done();
   });
 
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
+    let pending: Promise<void> | undefined;
+    try {
+      pending = authenticate(request);
+    } catch (e) {
+      done(e as Error);
+      return;
+    }
+    if (pending) pending.then(() => done(), (e: Error) => done(e));
+    else done();
+  });
+
+  /** Authenticates and authorises the request; a promise only when that needs a round trip. Throws AppError. */
+  function authenticate(request: FastifyRequest): Promise<void> | undefined {
     const auth = request.routeOptions.config?.auth;
     if (!auth || auth.kind === 'none') {
       if (request.routeOptions.config?.rateLimited === false) return; // /api/health (decisions.md)
-      return anon(request);
+      anon(request);
+      return;
     }
     if (auth.kind === 'session') return sessionAuth(request, auth.minRole);
 
@@ -94,7 +111,14 @@ export function registerAuthHook(app: FastifyInstance, deps: { database: Databas
     // as its user: the user's role must allow the route's scope.
     if (token === null && acceptsSession(auth) && request.cookies?.[SESSION_COOKIE]) return sessionAuth(request, undefined, auth.scope);
     const cached = listening && auth.kind !== 'daemon' && SAFE_METHODS.has(request.method);
-    const principal = token ? await authenticateBearer(database, token, cached ? credentials : undefined) : null;
+    if (token === null) return admit(request, auth, null, null);
+    const kept = cached ? keptBearer(token, credentials) : undefined;
+    if (kept !== undefined) return admit(request, auth, token, kept);
+    return authenticateBearer(database, token, cached ? credentials : undefined).then((principal) => admit(request, auth, token, principal));
+  }
+
+  /** Admits a request bearing `token` (resolved to `principal`) to a route of `auth`, or throws why not. */
+  function admit(request: FastifyRequest, auth: Exclude<RouteAuth, { kind: 'none' | 'session' }>, token: string | null, principal: Principal | null): undefined {
     const wanted = auth.kind === 'daemon' ? 'daemon' : 'apiKey';
     if (!principal || principal.kind !== wanted) {
       anon(request);
@@ -129,7 +153,8 @@ export function registerAuthHook(app: FastifyInstance, deps: { database: Databas
       }
     }
     request.principal = principal;
-  });
+    return undefined;
+  }
 
   async function sessionAuth(request: FastifyRequest, minRole: Role | undefined, scope?: Scope) {
     const token = request.cookies?.[SESSION_COOKIE];

@@ -6,6 +6,7 @@ import type { Database } from '../db/database.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import * as repo from './auth.repo.js';
+import type { KeyRow } from './auth.repo.js';
 import type { CredentialCache } from './credential-cache.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import type { Principal } from './principal.js';
@@ -19,7 +20,7 @@ type KeyPrincipal = Extract<Principal, { kind: 'apiKey' | 'daemon' }>;
  * With `cache`, a row verified recently is taken from it (credential-cache.ts says when it is dropped).
  */
 export async function authenticateBearer(database: Database, token: string, cache?: CredentialCache): Promise<KeyPrincipal | null> {
-  if (!/^sv[kdms]_[A-Za-z0-9_-]{20,100}$/.test(token)) return null;
+  if (!BEARER.test(token)) return null;
   const db = database.db;
   const hash = hashToken(token);
   let row = cache?.get(hash);
@@ -29,11 +30,35 @@ export async function authenticateBearer(database: Database, token: string, cach
   if (!row || row.revoked_at || (row.expires_at && row.expires_at.getTime() <= Date.now())) return null;
   if (row.kind !== 'daemon' && (!row.role || row.disabled_at || row.deactivated_at || !row.user_id)) return null;
   // At most one write a minute per key: a busy key costs no write per request.
-  if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {
+  if (untouched(row)) {
     await repo.touchKey(db, row.id);
     row.last_used_at = new Date();
   }
   if (cache && !kept) cache.set(hash, row, mark);
+  return principalOf(row);
+}
+
+/** What a bearer token looks like; anything else is refused without a lookup. */
+const BEARER = /^sv[kdms]_[A-Za-z0-9_-]{20,100}$/;
+
+/** A key not marked used for a minute: its use is written (once a minute per key). */
+const untouched = (row: KeyRow) => !row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000;
+
+/**
+ * authenticateBearer for a key `cache` keeps, without a promise (the hook of every request):
+ * its principal, or null as authenticateBearer answers; undefined when the key is not kept or its
+ * use is due to be written, and authenticateBearer must run.
+ */
+export function keptBearer(token: string, cache: CredentialCache): KeyPrincipal | null | undefined {
+  if (!BEARER.test(token)) return null;
+  const row = cache.get(hashToken(token));
+  if (row === undefined || untouched(row)) return undefined;
+  if (row.revoked_at || (row.expires_at && row.expires_at.getTime() <= Date.now())) return null;
+  if (row.kind !== 'daemon' && (!row.role || row.disabled_at || row.deactivated_at || !row.user_id)) return null;
+  return principalOf(row);
+}
+
+function principalOf(row: KeyRow): KeyPrincipal | null {
   if (row.kind === 'daemon') return { kind: 'daemon', organisationId: row.organisation_id, keyId: row.id, daemonId: null };
   if (!row.role || !row.user_id) return null;
   return {

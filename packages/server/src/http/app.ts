@@ -122,22 +122,26 @@ export async function buildApp({ config, logger, registrars }: AppDeps): Promise
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializer);
 
-  // Every response carries the request id, errors included.
-  app.addHook('onRequest', async (request, reply) => {
+  // Every response carries the request id, errors included. (Callback hooks, not async ones:
+  // every request runs them, and a promise and its microtask each is work for nothing.)
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
     // RFC 9112 3.2: an HTTP/1.1 request without Host is a 400 (HTTP/1.0 may omit it).
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
       reply.header('Connection', 'close');
-      throw new AppError('validation_failed', 'An HTTP/1.1 request must carry a Host header.');
+      done(new AppError('validation_failed', 'An HTTP/1.1 request must carry a Host header.'));
+      return;
     }
+    done();
   });
 
   // PostgreSQL text and jsonb cannot hold NUL (U+0000): a string with one is refused here, with
   // its path, instead of failing deep in a statement. The body is walked only when its JSON text
   // has the `\u0000` escape (the only way JSON carries a NUL), as every JSON parser notes.
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     const where = nulPath(request.query, ['query']) ?? nulPath(request.params, ['params']) ?? (mayHoldNul(request) ? nulPath(request.body, ['body']) : null);
-    if (where) throw new AppError('validation_failed', 'Text may not contain the NUL character (\\u0000).', { issues: [{ path: where, message: 'must not contain the NUL character (\\u0000)' }] });
+    if (where) done(new AppError('validation_failed', 'Text may not contain the NUL character (\\u0000).', { issues: [{ path: where, message: 'must not contain the NUL character (\\u0000)' }] }));
+    else done();
   });
 
   // A second router of the same routes answers "which methods does this path have" for 405. A

@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { type KeyObject, createHash, createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors.js';
 
 /**
@@ -7,10 +7,11 @@ import { AppError } from '../errors.js';
  * from another collection, filter set or organisation, is refused (400 invalid_cursor).
  */
 export class CursorCodec {
-  private readonly key: Buffer;
+  /** Imported once: an HMAC of a Buffer key imports it again each time. */
+  private readonly key: KeyObject;
 
   constructor(secretKey: Buffer) {
-    this.key = createHmac('sha256', secretKey).update('surveyor/cursor/v1').digest();
+    this.key = createSecretKey(createHmac('sha256', secretKey).update('surveyor/cursor/v1').digest());
   }
 
   private mac(organisationId: string, body: string): Buffer {
@@ -39,7 +40,17 @@ export class CursorCodec {
   }
 }
 
+/** The digests of the filter sets seen lately, by their canonical text: a walk asks for the same one page after page. */
+const digests = new Map<string, string>();
+
 function filterDigest(filters: Record<string, unknown>): string {
   const canonical = JSON.stringify(Object.keys(filters).sort().filter((k) => filters[k] !== undefined).map((k) => [k, filters[k]]));
-  return createHash('sha256').update(canonical).digest('base64url').slice(0, 12);
+  let digest = digests.get(canonical);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(canonical).digest('base64url').slice(0, 12);
+    // Filter values are input (a host id, a search): the map is bounded, emptied when full.
+    if (digests.size >= 1000) digests.clear();
+    digests.set(canonical, digest);
+  }
+  return digest;
 }
