@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { CursorCodec } from '../src/inventory/cursor.js';
-import { hostPage, listCollection, toHost } from '../src/inventory/inventory.service.js';
+import { hostArrayPage, hostPage, listCollection, toHost } from '../src/inventory/inventory.service.js';
 import { jsonString, pageWriter } from '../src/inventory/page-json.js';
 import { addHost, addHosts, addService } from './fixtures.js';
 import { type SeededOrg, type TestApp, bearer, buildTestApp, seedMemberWithKey, seedOrg } from './helpers.js';
@@ -65,6 +65,19 @@ describe('page writers (issue 30): the text of a page is what its contract items
         const written = hostPage(rows, nextCursor, hasMore);
         expect(written).toBe(JSON.stringify(page));
         expect(written).toBe(serialize(page));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('a page of hosts from rows as arrays, their columns in any order, is the same text as from the rows as objects', () => {
+    const columns = Object.keys(fc.sample(hostRow, 1)[0]!);
+    fc.assert(
+      fc.property(fc.array(hostRow, { maxLength: 6 }), orNull(text), fc.boolean(), fc.shuffledSubarray(columns, { minLength: columns.length }), (rows, nextCursor, hasMore, order) => {
+        const arrays = rows.map((r) => order.map((c) => r[c as keyof typeof r]));
+        const written = hostArrayPage(order, arrays, nextCursor, hasMore);
+        expect(written).toBe(hostPage(rows, nextCursor, hasMore));
+        expect(written).toBe(JSON.stringify({ data: rows.map(toHost), nextCursor, hasMore }));
       }),
       { numRuns: RUNS },
     );

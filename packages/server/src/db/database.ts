@@ -18,6 +18,8 @@ export const LOCK_NAMESPACE = 0x5375; // "Su"
 pg.types.setTypeParser(20, (v) => Number(v));
 
 export type Row = Record<string, unknown>;
+/** Rows as arrays of their values, in the order of `columns` (Database.preparedArrays). */
+export type ArrayRows = { columns: string[]; rows: unknown[][] };
 export type Exec = (sqlText: string) => Promise<Row[]>;
 
 export interface Database {
@@ -31,6 +33,12 @@ export interface Database {
    * list: a prepared `select *` breaks when a migration adds a column under a running process.
    */
   prepared<R extends Row>(name: string, text: string, values: unknown[]): Promise<R[]>;
+  /**
+   * `prepared`, its rows as arrays (`rowMode: 'array'`): each row its values in the order of
+   * `columns`, the statement's column names. No object per row: a page writer reads the values by
+   * position (page-json.ts).
+   */
+  preparedArrays(name: string, text: string, values: unknown[]): Promise<ArrayRows>;
   /**
    * Subscribes to a NOTIFY channel, delivering each payload to `onPayload`, in this process,
    * whichever process sent it. On PostgreSQL one dedicated connection listens (re-listening
@@ -132,6 +140,10 @@ function openPostgres(url: string, opts: DatabaseOptions): Database {
       }
     },
     prepared: async <R extends Row>(name: string, text: string, values: unknown[]) => (await pool.query<R>({ name, text, values })).rows,
+    async preparedArrays(name, text, values) {
+      const r = await pool.query<unknown[]>({ name, text, values, rowMode: 'array' });
+      return { columns: r.fields.map((f) => f.name), rows: r.rows };
+    },
     async tryLock(key) {
       const client = await pool.connect();
       let ok = false;
@@ -303,6 +315,15 @@ async function openPGlite(opts: DatabaseOptions): Promise<Database> {
       const unlock = await dialect.mutex.lock();
       try {
         return (await pglite.query<R>(text, values)).rows;
+      } finally {
+        unlock();
+      }
+    },
+    async preparedArrays(_name, text, values) {
+      const unlock = await dialect.mutex.lock();
+      try {
+        const r = await pglite.query<unknown[]>(text, values, { rowMode: 'array' });
+        return { columns: r.fields.map((f) => f.name), rows: r.rows };
       } finally {
         unlock();
       }

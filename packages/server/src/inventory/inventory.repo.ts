@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { hostSources } from '@surveyor/contract';
 import { CLOUD_FINGERPRINT } from '../ingest/facts.js';
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
-import type { Database, Row } from '../db/database.js';
+import type { ArrayRows, Database, Row } from '../db/database.js';
 import type { DB } from '../db/schema.js';
 import { likeLiteral, rfc3339 } from '../db/sql.js';
 import { logChanges } from '../events/changes.js';
@@ -81,6 +81,18 @@ function fixedPage<S extends Record<string, unknown>, O extends Row>(
   build: (p: PageBounds, f: S) => PageQuery<O>,
 ): Promise<O[]> {
   if (!p.prepared) return build(p, f).execute();
+  const { name, sql, args } = fixedStatement(p, collection, f, values, build);
+  return p.prepared<O>(name, sql, args);
+}
+
+/** The prepared statement of a page of a fixed shape (fixedPage) and its values for `p` and `f`. */
+function fixedStatement<S extends Record<string, unknown>>(
+  p: PageArgs,
+  collection: string,
+  f: NoInfer<S>,
+  values: readonly SlotKey<S>[],
+  build: (p: PageBounds, f: S) => PageQuery<unknown>,
+): { name: string; sql: string; args: unknown[] } {
   // The shape: the direction, every mode as it is, every value as whether it is set. Modes are
   // the contract's enumerations and booleans (no `|`); the keys of `f` are in a fixed order.
   let shape = `${collection}|${p.desc ? (p.after === 0 ? 'last' : 'before') : 'after'}`;
@@ -104,7 +116,7 @@ function fixedPage<S extends Record<string, unknown>, O extends Row>(
     const x = params[i];
     args[i] = !(x instanceof Slot) ? x : x.name === 'organisationId' ? p.organisationId : x.name === 'after' ? p.after : x.name === 'take' ? p.take : f[x.name];
   }
-  return p.prepared<O>(statement.name, statement.sql, args);
+  return { name: statement.name, sql: statement.sql, args };
 }
 
 const iso = <C extends string>(column: C) => rfc3339(column).as(column);
@@ -229,9 +241,23 @@ function hostsQuery(db: Kysely<DB>, f: HostPageFilters) {
   return q;
 }
 
+/** The hosts page of a fixed shape (fixedPage): no search, no id list. */
+const hostsPage = (db: Kysely<DB>) => (p: PageBounds, f: HostPageFilters) => keyset(hostsQuery(db, f), 'hosts', p);
+
+/**
+ * The hosts page as rows of values (Database.preparedArrays), for a page writer reading them by
+ * position: the same statement and rows as listHosts. Null for filters that are not a fixed shape
+ * (a search, an id list): those go through listHosts.
+ */
+export function listHostsArrays(db: Kysely<DB>, run: Database['preparedArrays'], p: PageArgs, f: HostFilters): Promise<ArrayRows> | null {
+  if (f.search || f.ids) return null;
+  const { name, sql, args } = fixedStatement(p, 'hosts', { siteId: f.siteId, gone: f.gone, source: f.source }, ['siteId'], hostsPage(db));
+  return run(name, sql, args);
+}
+
 export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
   const s = f.search;
-  if (!s && !f.ids) return fixedPage(p, 'hosts', { siteId: f.siteId, gone: f.gone, source: f.source }, ['siteId'], (p, f: HostPageFilters) => keyset(hostsQuery(db, f), 'hosts', p));
+  if (!s && !f.ids) return fixedPage(p, 'hosts', { siteId: f.siteId, gone: f.gone, source: f.source }, ['siteId'], hostsPage(db));
   let q = hostsQuery(db, f);
   if (s?.kind === 'id') q = q.where('id', '=', s.id);
   else if (s?.kind === 'address' || s?.kind === 'cidr') {

@@ -13,7 +13,7 @@ export function registerInventoryRoutes(app: FastifyInstance, deps: { db: Kysely
   const { db, database, cursors } = deps;
   for (const [name, def] of Object.entries(collections) as [CollectionName, (typeof collections)[CollectionName]][]) {
     addRoute(app, def, async (request, reply) => {
-      const page = await inventory.collectionPage(db, cursors, keyActor(request).organisationId, name, request.query as never, database.prepared);
+      const page = await inventory.collectionPage(db, cursors, keyActor(request).organisationId, name, request.query as never, database);
       // A page writer's text is the response as it is (what the route's serializer would write).
       if (typeof page === 'string') reply.type('application/json; charset=utf-8');
       return page;

@@ -2,13 +2,13 @@ import { type CertificateExpiryWindow, type CollectionName, type VulnerabilitySt
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import { type Actor, recordAudit } from '../audit/audit.repo.js';
-import type { Database } from '../db/database.js';
+import type { ArrayRows, Database } from '../db/database.js';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { logChanges } from '../events/changes.js';
 import type { CursorCodec } from './cursor.js';
 import * as repo from './inventory.repo.js';
-import { type PageWriter, pageWriter } from './page-json.js';
+import { type ArrayPageWriter, type Field, type PageWriter, arrayPageWriter, pageWriter } from './page-json.js';
 import { classifySearch } from './search.js';
 import { distributionOf } from '../findings/findings.service.js';
 import { toSnapshot } from '../snapshots/snapshots.service.js';
@@ -60,8 +60,8 @@ export const toHost = (r: Row<typeof repo.listHosts>) => ({
   updatedAt: r.updated_at,
 });
 
-/** A page of hosts as JSON text: what `toHost` of each row serialises to (page-json.test.ts). */
-export const hostPage = pageWriter<Row<typeof repo.listHosts>>([
+/** The fields of a page of hosts, each the key of `toHost` and the row's column it writes. */
+const hostFields: Field[] = [
   { key: 'id', column: 'id', kind: 'uuid' },
   { key: 'siteId', column: 'site_id', kind: 'uuid', nullable: true },
   { key: 'hostname', column: 'hostname', kind: 'text', nullable: true },
@@ -78,7 +78,13 @@ export const hostPage = pageWriter<Row<typeof repo.listHosts>>([
   { key: 'goneAt', column: 'gone_at', kind: 'time', nullable: true },
   { key: 'createdAt', column: 'created_at', kind: 'time' },
   { key: 'updatedAt', column: 'updated_at', kind: 'time' },
-]);
+];
+
+/** A page of hosts as JSON text: what `toHost` of each row serialises to (page-json.test.ts). */
+export const hostPage = pageWriter<Row<typeof repo.listHosts>>(hostFields);
+
+/** The same page from the rows as arrays (`repo.listHostsArrays`): the same text (page-json.test.ts). */
+export const hostArrayPage = arrayPageWriter(hostFields);
 
 export const toService = (r: Row<typeof repo.listServices>) => ({
   id: r.id,
@@ -180,21 +186,40 @@ type Lister<N extends CollectionName> = (
   q: Query<N>,
   limit: number,
   cursorAfter: (seq: number) => string,
-  text: boolean,
+  text: PageStatements | undefined,
 ) => Promise<ItemPage | string>;
+
+/** Where pages of a fixed shape run as prepared statements: the web process's database, outside any transaction. */
+type PageStatements = Pick<Database, 'prepared' | 'preparedArrays'>;
 
 function lister<N extends CollectionName, R extends PageRow>(l: {
   rows: (db: Kysely<DB>, p: repo.PageArgs, q: Query<N>) => Promise<R[]>;
   item: (r: R) => unknown;
   write?: PageWriter<R>;
+  /** The page's rows as arrays where its filters are a fixed shape (else null), and their writer: no object per row. */
+  arrays?: { rows: (db: Kysely<DB>, run: Database['preparedArrays'], p: repo.PageArgs, q: Query<N>) => Promise<ArrayRows> | null; write: ArrayPageWriter };
 }): Lister<N> {
   return async (db, p, q, limit, cursorAfter, text) => {
+    const pending = text && l.arrays ? l.arrays.rows(db, text.preparedArrays, p, q) : null;
+    if (pending && l.arrays) {
+      const { columns, rows } = await pending;
+      const hasMore = rows.length > limit;
+      if (hasMore) rows.length = limit;
+      return l.arrays.write(columns, rows, hasMore ? cursorAfter(seqOf(columns, rows[limit - 1]!)) : null, hasMore);
+    }
     const rows = await l.rows(db, p, q);
     const hasMore = rows.length > limit;
     if (hasMore) rows.length = limit;
     const nextCursor = hasMore ? cursorAfter(rows[limit - 1]!.seq) : null;
     return text && l.write ? l.write(rows, nextCursor, hasMore) : { data: rows.map(l.item), nextCursor, hasMore };
   };
+}
+
+/** The position (`seq`) of a row of values. */
+function seqOf(columns: readonly string[], row: readonly unknown[]): number {
+  const seq = row[columns.indexOf('seq')];
+  if (typeof seq !== 'number') throw new Error('A page row has no numeric seq');
+  return seq;
 }
 
 const listers: { [N in CollectionName]: Lister<N> } = {
@@ -205,6 +230,10 @@ const listers: { [N in CollectionName]: Lister<N> } = {
       repo.listHosts(db, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search), gone: q.gone, source: q.source }),
     item: toHost,
     write: hostPage,
+    arrays: {
+      rows: (db, run, p, q: Query<'hosts'>) => repo.listHostsArrays(db, run, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search), gone: q.gone, source: q.source }),
+      write: hostArrayPage,
+    },
   }),
   services: lister({ rows: (db, p, q: Query<'services'>) => repo.listServices(db, p, q), item: toService }),
   certificates: lister({
@@ -222,12 +251,12 @@ const listers: { [N in CollectionName]: Lister<N> } = {
 };
 
 /** One page of a collection, as items or (`prepared` given, and a writer for the collection) as its JSON text. */
-function page<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>, prepared: Database['prepared'] | undefined) {
+function page<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>, statements: PageStatements | undefined) {
   const { limit, cursor, ...filters } = query as Query<N> & { limit: number; cursor?: string };
   const after = cursor ? cursors.decode(organisationId, name, filters, cursor) : 0;
   const desc = (filters as { order?: 'asc' | 'desc' }).order === 'desc';
   const list: Lister<N> = listers[name];
-  return list(db, { organisationId, after, take: limit + 1, desc, prepared }, query, limit, (seq) => cursors.encode(organisationId, name, filters, seq), prepared !== undefined);
+  return list(db, { organisationId, after, take: limit + 1, desc, prepared: statements?.prepared }, query, limit, (seq) => cursors.encode(organisationId, name, filters, seq), statements);
 }
 
 /** One page of a collection: `limit` items after the cursor, and the cursor of the next page when more follow. */
@@ -240,11 +269,11 @@ export async function listCollection<N extends CollectionName>(db: Kysely<DB>, c
 /**
  * The page the collection's route answers: the same page as listCollection, as JSON text where
  * the collection has a page writer (the same text its items would serialise to), else as items.
- * `prepared`: the web process's `Database.prepared` (outside any transaction), through which pages
- * of a fixed shape run as prepared statements.
+ * `statements`: the web process's database (outside any transaction), through which pages of a
+ * fixed shape run as prepared statements.
  */
-export function collectionPage<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>, prepared: Database['prepared']) {
-  return page(db, cursors, organisationId, name, query, prepared);
+export function collectionPage<N extends CollectionName>(db: Kysely<DB>, cursors: CursorCodec, organisationId: string, name: N, query: Query<N>, statements: PageStatements) {
+  return page(db, cursors, organisationId, name, query, statements);
 }
 
 /** How many services the filters of the services list select (`GET /api/v1/services/count`). */
