@@ -126,6 +126,11 @@ describe('flow delivery fast check (issue 30)', () => {
       JSON.stringify({ flows: [good], dropped: 1 }).replace('"dropped":1', '"dropped":1,"dropped":2'),
       JSON.stringify({ flows: [{ ...good, bucketStart: '2026-11-27T10:01:00.1234567Z' }] }),
       `${JSON.stringify({ flows: [good] })}x`,
+      // A key that starts as the expected one, or is cut short, at the body's end too.
+      JSON.stringify({ flows: [good] }).replace('"bytes"', '"bytesx"'),
+      JSON.stringify({ flows: [good] }).replace('"bytes"', '"byte"'),
+      '{"flows":[{"bucketStart',
+      '{"flows":[{"bucketStart"',
       JSON.stringify({ flows: [good] }).slice(0, -1),
       '\ufeff{"flows":[]}',
     ])

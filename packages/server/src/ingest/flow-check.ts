@@ -200,12 +200,6 @@ function valueOf(b: Buffer, s: number, e: number): number {
   return v;
 }
 
-function keyIs(b: Buffer, s: number, e: number, key: Buffer): boolean {
-  if (key.length !== e - s) return false;
-  for (let k = 0; k < key.length; k++) if (b[s + k] !== key[k]) return false;
-  return true;
-}
-
 type Bucket = { at: number; micros: Buffer };
 /**
  * Buckets already checked, across deliveries (daemons send the same recent minutes: the schema's
@@ -316,6 +310,20 @@ class Scanner {
       if (c === BACKSLASH || c < 32 || c > 126) return -1;
     }
     return -1;
+  }
+
+  /**
+   * Whether the string at i is exactly `key` (a plain string, as str() would read it): then moves
+   * past it; otherwise stays.
+   */
+  keyHere(key: Buffer): boolean {
+    const b = this.b;
+    const i = this.i + 1;
+    const n = key.length;
+    if (b[i - 1] !== QUOTE || i + n >= this.n || b[i + n] !== QUOTE) return false;
+    for (let k = 0; k < n; k++) if (b[i + k] !== key[k]) return false;
+    this.i = i + n + 1;
+    return true;
   }
 
   /** A plain integer of at most 15 digits at i (a safe integer): answers its end and moves past it; -1 otherwise. */
@@ -454,12 +462,12 @@ class Scanner {
     let seen = 0;
     for (let f = 0; f < 8; f++) {
       this.ws();
-      const s = this.i + 1;
-      const e = this.str();
-      if (e < 0) return false;
-      // Records mostly repeat the previous one's key order.
+      // Records mostly repeat the previous one's key order: the key expected is matched in one read.
       let k = this.order[f]!;
-      if (!keyIs(b, s, e, KEYS[k]!)) {
+      if (!this.keyHere(KEYS[k]!)) {
+        const s = this.i + 1;
+        const e = this.str();
+        if (e < 0) return false;
         k = keyAt(b, s, e, KEYS);
         if (k < 0) return false;
         this.order[f] = k;
