@@ -59,6 +59,32 @@ const BEFORE = [
   'services page SQL 0.80× its bare select, certificates 0.81×; keyset depth 0.53× (the first page the slower).',
   '',
 ];
+/** The changes made from the profile of the web process under this bench, and their figures (alternating runs, this machine). */
+const AFTER_PROFILE = [
+  "Done since, from that profile (commits 4c53711, 4f5e4f7, 6c50975): the hosts page reads its rows as arrays",
+  "(`Database.preparedArrays`, `rowMode: 'array'` on PostgreSQL and PGlite; `repo.listHostsArrays`, and `arrayPageWriter` in",
+  "page-json.ts writing the values by their columns' positions, the same text: page-json.test.ts); the request's own hooks are",
+  "callbacks, not async (http/app.ts, auth/auth.hook.ts), and a read with a key the credential cache keeps is authenticated",
+  "without a promise (`keptBearer`); the cursor imports its HMAC key once and keeps the digests of the filter sets it saw; the",
+  "page statement's shape key is a concatenation, not a JSON.stringify per page, and the page builders' types admit the Slots",
+  "they are compiled with (no `as unknown as` in `fixedPage` or the collection listers).",
+  "Before and after, alternating runs of the whole bench (`BENCH_WRITE=0`, \"before\" the code of commit 32a5f0f in a worktree;",
+  "the schema at migration 0042, then 0043, an ingest migration of other work these pages do not read), the same machine, 2026-11-27 13:14-13:32 UTC, load average 7-13 from other work",
+  "(tests and benchmarks of other agents), 5 runs in a row: the web process's CPU a request, after 1,236, 1,023 and 1,187 µs,",
+  "before 1,545 and 1,582 µs: **about a quarter less** (median 1,187 against 1,564 µs). The throughput ratios moved more with the load",
+  "than with the code: `GET /api/v1/hosts?limit=50` after 216, 507, 365 req/s, 0.29×, 0.44×, 0.38× the bare select and",
+  "**0.29×, 0.51×, 0.63×** its own SQL; before 291, 277 req/s, 0.26×, 0.29× the bare select and 0.59×, 0.36× its own SQL (its own SQL",
+  "itself at 495-993 q/s across these runs). The target of 0.6× its own SQL was reached in one run of three after, at this load:",
+  "not met reliably.",
+  "What is left after these changes (`node --cpu-prof` of the child under the bench, 13:32 UTC, load average 13-15; self time",
+  "of the busy, non-start-up samples): `writev` 27 % (the response and the statement's Bind/Execute, the loopback's kernel work",
+  "and waits), the garbage collector 9 %, decoding the values into strings in `pg` about 8 % (`Buffer#slice`/`utf8Slice`,",
+  "`parseDataRowMessage`), `Reply.header` 2 %, the cursor's HMAC 1.3 %, the page writer 1.3 % and its escape test 1.3 %,",
+  "pg's per-query `addFields` 1.3 % (it looks up the 17 columns' parsers on every execution); pg's row objects (`parseRow`",
+  "3.3 % and `addFields` 1.5 % before) are now `_parseRowAsArray` 0.7 %, and the filter digest's SHA-256 (1.1 %) is gone. Still",
+  "async on every request: the onSend hook of `http/body-limit.ts`. What would cut it next: that hook as a callback, reading the 17 text values straight from the DataRow buffer (no string per uuid or timestamp),",
+  "fewer response headers.",
+];
 const say = (line = '') => {
   console.log(line);
   out.push(line);
@@ -324,9 +350,9 @@ if (apiRps / hostSqlQps < 0.6) {
   say('round trip of `select 1` 25-45 µs, writing the page and its length 40 µs, the cursor 6 µs; under the bench, a request');
   say('refused by validation after authentication and the rate limit costs the web process about 120 µs. The decoding is the');
   say('work the SQL baseline\'s load thread does for its own rows, done here in the web process on top of the HTTP request.');
-  say('What would cut it next: rows as arrays (`rowMode: \'array\'`, which `Database.prepared` does not pass today), callback');
-  say('hooks instead of async ones on every request, a cached cursor digest.');
 }
+// What the profile-driven changes of 2026-11-27 did, measured against the code before them (alternating runs).
+for (const line of AFTER_PROFILE) say(line);
 say();
 say('Since this issue a web process keeps a verified API key up to 5 s for reads (`auth/credential-cache.ts`: dropped at once on');
 say('a revocation, by this process or announced by PostgreSQL), so a page read is one statement, not two: about 14 % less CPU a');
