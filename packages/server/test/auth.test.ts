@@ -132,6 +132,16 @@ describe('API keys (spec 5)', () => {
     expect((await t.app.inject({ method: 'GET', url: '/test/read', headers: bearer(m.token) })).statusCode).toBe(401);
   });
 
+  it('refuses a key that expires while this process keeps it with 401', async () => {
+    const m = await seedMemberWithKey(t.database, org, 'viewer', ['inventory:read']);
+    await sql`update keys set expires_at = now() + interval '1500 milliseconds' where id = ${m.keyId}`.execute(t.database.db);
+    // Used twice: looked up and marked used, then read from the kept row without a round trip.
+    expect((await t.app.inject({ method: 'GET', url: '/test/read', headers: bearer(m.token) })).statusCode).toBe(200);
+    expect((await t.app.inject({ method: 'GET', url: '/test/read', headers: bearer(m.token) })).statusCode).toBe(200);
+    await new Promise((r) => setTimeout(r, 1600));
+    expect((await t.app.inject({ method: 'GET', url: '/test/read', headers: bearer(m.token) })).statusCode).toBe(401);
+  });
+
   it('refuses the key of a disabled user with 401', async () => {
     const m = await seedMemberWithKey(t.database, org, 'viewer', ['inventory:read']);
     await sql`update users set disabled_at = now() where id = ${m.userId}`.execute(t.database.db);

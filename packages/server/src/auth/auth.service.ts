@@ -27,8 +27,7 @@ export async function authenticateBearer(database: Database, token: string, cach
   const kept = row !== undefined;
   const mark = cache?.mark() ?? 0;
   row ??= await repo.findKeyByHash(database, hash);
-  if (!row || row.revoked_at || (row.expires_at && row.expires_at.getTime() <= Date.now())) return null;
-  if (row.kind !== 'daemon' && (!row.role || row.disabled_at || row.deactivated_at || !row.user_id)) return null;
+  if (!row || !usable(row)) return null;
   // At most one write a minute per key: a busy key costs no write per request.
   if (untouched(row)) {
     await repo.touchKey(db, row.id);
@@ -53,9 +52,13 @@ export function keptBearer(token: string, cache: CredentialCache): KeyPrincipal 
   if (!BEARER.test(token)) return null;
   const row = cache.get(hashToken(token));
   if (row === undefined || untouched(row)) return undefined;
-  if (row.revoked_at || (row.expires_at && row.expires_at.getTime() <= Date.now())) return null;
-  if (row.kind !== 'daemon' && (!row.role || row.disabled_at || row.deactivated_at || !row.user_id)) return null;
-  return principalOf(row);
+  return usable(row) ? principalOf(row) : null;
+}
+
+/** Not revoked, not expired, and (a user's key) its owner a member with a role, neither disabled nor deactivated. */
+function usable(row: KeyRow): boolean {
+  if (row.revoked_at || (row.expires_at && row.expires_at.getTime() <= Date.now())) return false;
+  return row.kind === 'daemon' || Boolean(row.role && !row.disabled_at && !row.deactivated_at && row.user_id);
 }
 
 function principalOf(row: KeyRow): KeyPrincipal | null {
