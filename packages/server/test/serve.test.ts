@@ -100,7 +100,9 @@ describe('surveyor serve on a fresh embedded database', () => {
     expect(second.err).toBe('');
     records(second.out);
     expect(await stop(second.child)).toBe(0);
-  });
+    // Two starts of the real build, the first creating and migrating a fresh embedded database (up to
+    // 60 s each under a loaded CI: start() says so), as the npm start test below allows.
+  }, 150_000);
 });
 
 describe('npm start', () => {

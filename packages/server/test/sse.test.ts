@@ -595,8 +595,13 @@ describe('GET /api/sse: live changes (decisions.md "Events and alerts")', () => 
 
   it('sends `event: reset` when changes after Last-Event-ID were pruned (events.prune), though what is left is recent; a resume from the last pruned id on replays', async () => {
     const c = await orgWithSession(s);
+    // A stream open while the changes are written: once it has them live, their notifications have
+    // been read here, and none can still reach the resumes below as a live frame.
+    const watcher = await RawStream.open(`${s.base}/api/sse`, { cookie: c.cookie });
+    await waitFor('the watcher', () => watcher.text.includes(': connected'));
     const old = await s.writer.changes(c.org.organisationId, 3, { hoursAgo: 24 * 8 });
     const recent = await s.writer.changes(c.org.organisationId, 2);
+    await waitFor('the changes live', () => [...old, ...recent].every((x) => watcher.text.includes(`id: ${x.id}\n`)));
     const job = eventsPrune(loadConfig({}).retention);
     await job.run({ db: s.t.database.db, logger: createLogger('silent'), now: () => new Date(), signal: new AbortController().signal });
     const left = await s.writer.query<{ id: string }>('select id from change_log where organisation_id = $1 order by id', [c.org.organisationId]);
