@@ -1,4 +1,5 @@
 import { errorCodes } from 'fastify';
+import { BufferPool } from './buffer-pool.js';
 
 /**
  * A flow delivery's body read into one buffer of its `Content-Length`, taken from a small pool
@@ -10,27 +11,18 @@ import { errorCodes } from 'fastify';
  * than declared is refused; the errors are fastify's own, answered as the same problems.
  */
 
-const pool: Buffer[] = [];
-const POOLED = 4;
-/** A buffer larger than this (a body far above a usual delivery) is not kept. */
-const POOLED_MAX_BYTES = 8 * 2 ** 20;
+const bodies = new BufferPool();
 /** The first size of a buffer for a body of unknown length (chunked, or gzip being inflated). */
 const UNKNOWN_LENGTH_START = 256 * 1024;
 
 /** A buffer of at least `size` bytes: one of the pool's, or a new one. */
-export function takeBody(size: number): Buffer {
-  let best = -1;
-  for (let k = 0; k < pool.length; k++) if (pool[k]!.length >= size && (best < 0 || pool[k]!.length < pool[best]!.length)) best = k;
-  return best >= 0 ? pool.splice(best, 1)[0]! : Buffer.allocUnsafe(size);
-}
+export const takeBody = (size: number): Buffer => bodies.take(size);
 
 /** Gives a body's buffer back for another one: only once nothing reads it any more. */
-export function giveBody(buffer: Buffer): void {
-  if (pool.length < POOLED && buffer.length <= POOLED_MAX_BYTES && !pool.includes(buffer)) pool.push(buffer);
-}
+export const giveBody = (buffer: Buffer): void => bodies.give(buffer);
 
 /** How many buffers the pool holds now (for tests). */
-export const pooledBodies = () => pool.length;
+export const pooledBodies = () => bodies.size;
 
 type Payload = NodeJS.ReadableStream & { receivedEncodedLength?: number };
 type Done = (err: Error | null, body?: { buffer: Buffer; length: number }) => void;

@@ -1,6 +1,7 @@
 import { type Hash, createHash } from 'node:crypto';
 import { CANONICAL_IPV4, FlowRecord, type FlowsRequest, parseIp } from '@surveyor/contract';
 import type { z } from 'zod';
+import { BufferPool } from './buffer-pool.js';
 import { giveBody } from './flow-body.js';
 
 type FlowsBody = z.output<typeof FlowsRequest>;
@@ -77,17 +78,8 @@ export const COPY_BINARY_HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0
 export const OWNER_AT = 2;
 export const OWNER_BYTES = 40;
 const FIELDS = 10;
-/**
- * Binary tuple buffers of deliveries stored, kept for the next ones (a few megabytes each: taken
- * afresh for every delivery, they were a large part of what the web process spent in GC).
- */
-const binaries: Buffer[] = [];
-const POOLED = 4;
-/** A buffer larger than this (a delivery far above the usual) is not kept. */
-const POOLED_MAX_BYTES = 8 * 2 ** 20;
-const keep = (buffer: Buffer) => {
-  if (binaries.length < POOLED && buffer.length <= POOLED_MAX_BYTES) binaries.push(buffer);
-};
+/** Binary tuple buffers of deliveries stored, kept for the next ones (buffer-pool.ts). */
+const binaries = new BufferPool();
 /** The text rows are hashed through this as they are written (scanFlows runs to its end without yielding). */
 const SCRATCH = Buffer.allocUnsafe(65_536);
 /** timestamptz in binary: microseconds since 2000-01-01 UTC. */
@@ -137,7 +129,7 @@ export class ScannedFlows {
   release(): void {
     if (this.#released) return;
     this.#released = true;
-    keep(this.pooled);
+    binaries.give(this.pooled);
     if (this.body) giveBody(this.body);
   }
 
@@ -275,8 +267,7 @@ class Scanner {
   constructor(readonly b: Buffer) {
     this.n = b.length;
     const want = Math.max(1024, b.length);
-    const pooled = binaries.findIndex((x) => x.length >= want);
-    this.bin = pooled >= 0 ? binaries.splice(pooled, 1)[0]! : Buffer.allocUnsafe(want);
+    this.bin = binaries.take(want);
     this.p = COPY_BINARY_HEADER.copy(this.bin, 0);
   }
 
@@ -560,7 +551,7 @@ class Scanner {
 export function scanFlows(b: Buffer, body?: Buffer): ScannedFlows | null {
   const r = new Scanner(b);
   const scanned = scan(r, body);
-  if (!scanned) keep(r.bin);
+  if (!scanned) binaries.give(r.bin);
   return scanned;
 }
 
