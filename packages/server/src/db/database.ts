@@ -36,9 +36,10 @@ export interface Database {
   /**
    * `prepared`, its rows as arrays (`rowMode: 'array'`): each row its values in the order of
    * `columns`, the statement's column names. No object per row: a page writer reads the values by
-   * position (page-json.ts).
+   * position (page-json.ts). A null `name` runs a statement that is not a fixed shape (a search)
+   * unnamed, planned for its values.
    */
-  preparedArrays(name: string, text: string, values: unknown[]): Promise<ArrayRows>;
+  preparedArrays(name: string | null, text: string, values: unknown[]): Promise<ArrayRows>;
   /**
    * Subscribes to a NOTIFY channel, delivering each payload to `onPayload`, in this process,
    * whichever process sent it. On PostgreSQL one dedicated connection listens (re-listening
@@ -141,7 +142,7 @@ function openPostgres(url: string, opts: DatabaseOptions): Database {
     },
     prepared: async <R extends Row>(name: string, text: string, values: unknown[]) => (await pool.query<R>({ name, text, values })).rows,
     async preparedArrays(name, text, values) {
-      const r = await pool.query<unknown[]>({ name, text, values, rowMode: 'array' });
+      const r = await pool.query<unknown[]>(name === null ? { text, values, rowMode: 'array' } : { name, text, values, rowMode: 'array' });
       return { columns: r.fields.map((f) => f.name), rows: r.rows };
     },
     async tryLock(key) {

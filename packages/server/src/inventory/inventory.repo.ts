@@ -246,18 +246,28 @@ const hostsPage = (db: Kysely<DB>) => (p: PageBounds, f: HostPageFilters) => key
 
 /**
  * The hosts page as rows of values (Database.preparedArrays), for a page writer reading them by
- * position: the same statement and rows as listHosts. Null for filters that are not a fixed shape
- * (a search, an id list): those go through listHosts.
+ * position: the same statement and rows as listHosts, prepared where the filters are a fixed shape.
  */
-export function listHostsArrays(db: Kysely<DB>, run: Database['preparedArrays'], p: PageArgs, f: HostFilters): Promise<ArrayRows> | null {
-  if (f.search || f.ids) return null;
-  const { name, sql, args } = fixedStatement(p, 'hosts', { siteId: f.siteId, gone: f.gone, source: f.source }, ['siteId'], hostsPage(db));
-  return run(name, sql, args);
+export async function listHostsArrays(db: Kysely<DB>, run: Database['preparedArrays'], p: PageArgs, f: HostFilters): Promise<ArrayRows> {
+  if (!f.search && !f.ids) {
+    const { name, sql, args } = fixedStatement(p, 'hosts', { siteId: f.siteId, gone: f.gone, source: f.source }, ['siteId'], hostsPage(db));
+    return run(name, sql, args);
+  }
+  const q = await hostsMatching(db, p, f);
+  if (!q) return { columns: [], rows: [] };
+  const c = q.compile();
+  return run(null, c.sql, c.parameters as unknown[]);
 }
 
 export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
+  if (!f.search && !f.ids) return fixedPage(p, 'hosts', { siteId: f.siteId, gone: f.gone, source: f.source }, ['siteId'], hostsPage(db));
+  const q = await hostsMatching(db, p, f);
+  return q ? q.execute() : [];
+}
+
+/** The page of a search or an id list (not a fixed shape); null when no host can match. */
+async function hostsMatching(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
   const s = f.search;
-  if (!s && !f.ids) return fixedPage(p, 'hosts', { siteId: f.siteId, gone: f.gone, source: f.source }, ['siteId'], hostsPage(db));
   let q = hostsQuery(db, f);
   if (s?.kind === 'id') q = q.where('id', '=', s.id);
   else if (s?.kind === 'address' || s?.kind === 'cidr') {
@@ -272,13 +282,13 @@ export async function listHosts(db: Kysely<DB>, p: PageArgs, f: HostFilters) {
     const candidates = p.desc ? null : await textCandidates(db, p, f, s);
     if (candidates && candidates.length <= SPARSE_TEXT_MATCHES) {
       const ids = candidates.sort((a, b) => a.seq - b.seq).slice(0, p.take).map((r) => r.id);
-      if (ids.length === 0) return [];
+      if (ids.length === 0) return null;
       q = q.where('id', 'in', ids);
     } else {
       q = q.where(textMatch(s));
     }
   }
-  return keyset(q, 'hosts', p).execute();
+  return keyset(q, 'hosts', p);
 }
 
 /** The services filters (contract `serviceFilters`), already validated and normalised (a CPE lower-case, without trailing `:*`). */

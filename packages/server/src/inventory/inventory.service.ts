@@ -8,7 +8,7 @@ import { AppError } from '../errors.js';
 import { logChanges } from '../events/changes.js';
 import type { CursorCodec } from './cursor.js';
 import * as repo from './inventory.repo.js';
-import { type ArrayPageWriter, type Field, type PageWriter, arrayPageWriter, pageWriter } from './page-json.js';
+import { type ArrayPageWriter, type Field, arrayPageWriter } from './page-json.js';
 import { classifySearch } from './search.js';
 import { distributionOf } from '../findings/findings.service.js';
 import { toSnapshot } from '../snapshots/snapshots.service.js';
@@ -80,10 +80,7 @@ const hostFields: Field[] = [
   { key: 'updatedAt', column: 'updated_at', kind: 'time' },
 ];
 
-/** A page of hosts as JSON text: what `toHost` of each row serialises to (page-json.test.ts). */
-export const hostPage = pageWriter<Row<typeof repo.listHosts>>(hostFields);
-
-/** The same page from the rows as arrays (`repo.listHostsArrays`): the same text (page-json.test.ts). */
+/** A page of hosts as JSON text from its rows as arrays (`repo.listHostsArrays`): what `toHost` of each row serialises to (page-json.test.ts). */
 export const hostArrayPage = arrayPageWriter(hostFields);
 
 export const toService = (r: Row<typeof repo.listServices>) => ({
@@ -195,14 +192,12 @@ type PageStatements = Pick<Database, 'prepared' | 'preparedArrays'>;
 function lister<N extends CollectionName, R extends PageRow>(l: {
   rows: (db: Kysely<DB>, p: repo.PageArgs, q: Query<N>) => Promise<R[]>;
   item: (r: R) => unknown;
-  write?: PageWriter<R>;
-  /** The page's rows as arrays where its filters are a fixed shape (else null), and their writer: no object per row. */
-  arrays?: { rows: (db: Kysely<DB>, run: Database['preparedArrays'], p: repo.PageArgs, q: Query<N>) => Promise<ArrayRows> | null; write: ArrayPageWriter };
+  /** The page's rows as arrays, and their writer of the page's JSON text: no object per row. */
+  arrays?: { rows: (db: Kysely<DB>, run: Database['preparedArrays'], p: repo.PageArgs, q: Query<N>) => Promise<ArrayRows>; write: ArrayPageWriter };
 }): Lister<N> {
   return async (db, p, q, limit, cursorAfter, text) => {
-    const pending = text && l.arrays ? l.arrays.rows(db, text.preparedArrays, p, q) : null;
-    if (pending && l.arrays) {
-      const { columns, rows } = await pending;
+    if (text && l.arrays) {
+      const { columns, rows } = await l.arrays.rows(db, text.preparedArrays, p, q);
       const hasMore = rows.length > limit;
       if (hasMore) rows.length = limit;
       return l.arrays.write(columns, rows, hasMore ? cursorAfter(seqOf(columns, rows[limit - 1]!)) : null, hasMore);
@@ -211,7 +206,7 @@ function lister<N extends CollectionName, R extends PageRow>(l: {
     const hasMore = rows.length > limit;
     if (hasMore) rows.length = limit;
     const nextCursor = hasMore ? cursorAfter(rows[limit - 1]!.seq) : null;
-    return text && l.write ? l.write(rows, nextCursor, hasMore) : { data: rows.map(l.item), nextCursor, hasMore };
+    return { data: rows.map(l.item), nextCursor, hasMore };
   };
 }
 
@@ -229,7 +224,6 @@ const listers: { [N in CollectionName]: Lister<N> } = {
     rows: (db, p, q: Query<'hosts'>) =>
       repo.listHosts(db, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search), gone: q.gone, source: q.source }),
     item: toHost,
-    write: hostPage,
     arrays: {
       rows: (db, run, p, q: Query<'hosts'>) => repo.listHostsArrays(db, run, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search), gone: q.gone, source: q.source }),
       write: hostArrayPage,

@@ -28,7 +28,7 @@ export interface Field {
 }
 
 /** Writes a page: the collection envelope (spec 2.1) with one item per row. */
-export type PageWriter<R> = (rows: readonly R[], nextCursor: string | null, hasMore: boolean) => string;
+type PageWriter<R> = (rows: readonly R[], nextCursor: string | null, hasMore: boolean) => string;
 
 // The characters JSON.stringify escapes in a string: `"`, `\`, controls, and (lone) surrogates.
 // A string with none of them is written as it is; any other goes through JSON.stringify.
@@ -39,27 +39,20 @@ export function jsonString(s: string): string {
   return ESCAPED.test(s) ? JSON.stringify(s) : `"${s}"`;
 }
 
-/**
- * Compiles a page writer for these fields, in this order. The writer's code is generated (as
- * fast-json-stringify does) so that each column read is a plain property access of one row shape.
- * Fields are static tables of this module's callers, never input.
- */
-export function pageWriter<R>(fields: readonly Field[]): PageWriter<R> {
-  return compile<R>(fields, (f) => JSON.stringify(f.column));
-}
-
 /** Writes a page from rows of values in the order of `columns` (Database.preparedArrays). */
 export type ArrayPageWriter = (columns: readonly string[], rows: readonly (readonly unknown[])[], nextCursor: string | null, hasMore: boolean) => string;
 
 /**
- * A page writer for rows as arrays: the same text as pageWriter's for the same fields, each value
- * read by its column's position in `columns` (no object per row). Compiled for the columns of the
- * last call: a statement's columns stay the same from page to page.
+ * A page writer for rows as arrays: each value read by its column's position in `columns` (no
+ * object per row). Its code is generated (as fast-json-stringify does) so that each value read is a
+ * plain indexed access of one row shape; fields are static tables of this module's callers, never
+ * input. Compiled for the columns of the last call: a statement's columns stay the same from page to page.
  */
 export function arrayPageWriter(fields: readonly Field[]): ArrayPageWriter {
   let compiledFor = '';
   let write: PageWriter<readonly unknown[]> = () => '';
   return (columns, rows, nextCursor, hasMore) => {
+    if (rows.length === 0) return empty(nextCursor, hasMore); // a search that matched nothing may have no columns
     const key = columns.join(',');
     if (key !== compiledFor) {
       write = compile<readonly unknown[]>(fields, (f) => {
@@ -106,6 +99,11 @@ function compile<R>(fields: readonly Field[], at: (f: Field) => string): PageWri
     hasMore: boolean,
   ) => string;
   return (rows, nextCursor, hasMore) => compiled(jsonString, writeNumber, rows, nextCursor, hasMore);
+}
+
+/** A page with no items. */
+function empty(nextCursor: string | null, hasMore: boolean): string {
+  return `{"data":[],"nextCursor":${nextCursor === null ? 'null' : jsonString(nextCursor)},"hasMore":${hasMore ? 'true' : 'false'}}`;
 }
 
 /** A number as JSON.stringify writes it (a non-finite one as null). */
