@@ -69,8 +69,10 @@ describe.skipIf(!haveChromium)('services filters and the search box in Chromium'
     expect(await p.getByLabel('Product').inputValue()).toBe('Apache httpd');
     expect(await p.getByLabel('Version').inputValue()).toBe('2.4.49');
     // Host, Address, Port, State, Internet, Name, Product, Version.
-    const versions = await p.getByRole('table', { name: 'Services' }).locator('tbody tr td:nth-child(8)').allTextContents();
-    expect(versions.length).toBe(APACHE_49);
+    // The count may answer before the page of rows: wait for the rows themselves.
+    const cells = p.getByRole('table', { name: 'Services' }).locator('tbody tr td:nth-child(8)');
+    await expect.poll(() => cells.count(), POLL).toBe(APACHE_49);
+    const versions = await cells.allTextContents();
     expect(new Set(versions)).toEqual(new Set(['2.4.49']));
     await shot(p, 'search-01-services-apache-2.4.49');
 
