@@ -156,12 +156,13 @@ export async function buildApp({ config, logger, registrars }: AppDeps): Promise
   registerBodyLimitHandling(app);
 
   // Daemons on slow links send gzip bodies; the route's body limit applies to the decompressed size.
-  app.addHook('preParsing', async (request, _reply, payload) => {
+  // A callback hook: every request passes it, and an async one costs a promise and a turn.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
     const encoding = request.headers['content-encoding'];
-    if (!encoding || encoding === 'identity') return payload;
-    if (encoding !== 'gzip') throw new AppError('unsupported_media_type', `Content-Encoding ${encoding} is not supported; send gzip or nothing.`);
+    if (!encoding || encoding === 'identity') return done(null, payload);
+    if (encoding !== 'gzip') return done(new AppError('unsupported_media_type', `Content-Encoding ${encoding} is not supported; send gzip or nothing.`));
     delete request.headers['content-length'];
-    return payload.pipe(createGunzip());
+    done(null, payload.pipe(createGunzip()));
   });
 
   // Responses of 1 KB and more are compressed (br, else gzip) when the client accepts it: JSON and

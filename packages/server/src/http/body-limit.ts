@@ -33,24 +33,25 @@ export function registerBodyLimitHandling(app: FastifyInstance): void {
 
   // Registered before the gzip hook: the limit applies to the body as sent (a gzip body's limit,
   // after decompression, is checked as it is inflated).
-  app.addHook('preParsing', async (request, reply, payload) => {
-    if (!expectingContinue.has(request.raw)) return payload;
+  // Callback hooks, not async ones: every request passes them, and an async hook costs a promise and a turn.
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (!expectingContinue.has(request.raw)) return done(null, payload);
     expectingContinue.delete(request.raw);
     const length = Number(request.headers['content-length']);
     const encoding = request.headers['content-encoding'];
     const limit = request.routeOptions.bodyLimit;
     if ((!encoding || encoding === 'identity') && limit !== undefined && length > limit) {
-      throw new AppError('payload_too_large', `The body (${length} bytes) is larger than this endpoint accepts (${limit} bytes).`);
+      return done(new AppError('payload_too_large', `The body (${length} bytes) is larger than this endpoint accepts (${limit} bytes).`));
     }
     reply.raw.writeContinue();
-    return payload;
+    done(null, payload);
   });
 
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     const req = request.raw;
     // Nothing unread, or a client waiting for a continue it did not get (it sends nothing more).
-    if (req.complete || expectingContinue.has(req)) return;
-    lingerAtClose(req, reply.raw);
+    if (!req.complete && !expectingContinue.has(req)) lingerAtClose(req, reply.raw);
+    done(null, payload);
   });
 }
 
