@@ -84,6 +84,19 @@ const AFTER_PROFILE = [
   "3.3 % and `addFields` 1.5 % before) are now `_parseRowAsArray` 0.7 %, and the filter digest's SHA-256 (1.1 %) is gone. Still",
   "async on every request: the onSend hook of `http/body-limit.ts`. What would cut it next: that hook as a callback, reading the 17 text values straight from the DataRow buffer (no string per uuid or timestamp),",
   "fewer response headers.",
+  "Done since (2026-11-27 evening, commits 35db236, a5b0b17): the onSend and both preParsing hooks (gzip, 100-continue) are callbacks;",
+  "search and id-list pages run as rows of values too (one writer for every hosts page). Measured on an idle machine (no other",
+  "work; load average 1.1-4.7, the bench's own), four runs in a row, 17:22-17:28 UTC: `GET /api/v1/hosts?limit=50` 1,336, 1,199,",
+  "1,346, 1,399 req/s, **0.51×, 0.41×, 0.47×, 0.42×** the bare select and **0.59×, 0.55×, 0.50×, 0.53×** its own SQL; 548, 641, 595 µs",
+  "of the web process's CPU a request. Target 0.25× the bare select met in every run; 0.6× its own SQL not met (0.50-0.59×).",
+  "The profile of the last run (inclusive time of the busy samples): writing to sockets is a third of the web process's CPU, and",
+  "three quarters of that is the write of each query's Bind/Execute to PostgreSQL's TCP socket (`Query.submit`, one corked",
+  "`writev` of ~100 bytes: on loopback the kernel runs the receiving side's TCP path and wakes the backend in the writer's",
+  "time slice), the rest the response. The page path makes four such socket operations (the request, the query, its rows, the",
+  "answer) where its own SQL's baseline makes two; the JavaScript left (pg's row parsing 9 %, the writer, the hooks, the",
+  "cursor's HMAC) is a few percent each. Over PostgreSQL's Unix socket instead (`BENCH_DATABASE_URL=postgres://postgres@%2Fvar%2Frun%2Fpostgresql/postgres`,",
+  "for the server and the baselines alike; one run, 17:32 UTC): the API 1,516 req/s (+13 %), its own SQL 3,359 q/s (+47 %), the bare",
+  "select 4,112 q/s: **0.37×** and **0.45×**. The socket's cost falls on both sides, more on the SQL's, so the ratio is not the way there.",
 ];
 const say = (line = '') => {
   console.log(line);
