@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, describeConfig, loadConfig } from '../src/config.js';
 import { decryptSecret, encryptSecret, resolveSecretKey } from '../src/crypto/secrets.js';
@@ -73,6 +74,12 @@ describe('loadConfig', () => {
     expect(c.databaseUrl).toBe('postgresql://u@db.example:5432/surveyor');
     expect(c.secretKey).toBe('a'.repeat(64));
     expect(c.rateLimits.keyPerMinute).toBe(5);
+  });
+
+  it('takes a DATABASE_URL naming a Unix socket directory as its host (URL-encoded), as pg reads it', () => {
+    const url = 'postgres://surveyor@%2Fvar%2Frun%2Fpostgresql/surveyor';
+    expect(loadConfig({ DATABASE_URL: url, SERVICE_SECRET_KEY: 'a'.repeat(64) }).databaseUrl).toBe(url);
+    expect(new pg.Client({ connectionString: url })).toMatchObject({ host: '/var/run/postgresql', user: 'surveyor', database: 'surveyor' });
   });
 
   it('treats an empty string as unset', () => {
