@@ -238,7 +238,7 @@ export const ObservedTls = z.object({
 }).refine((t) => (t.chainPem?.length ?? 0) > 0 || (t.notBefore !== undefined && t.notAfter !== undefined), 'send chainPem, or notBefore and notAfter');
 
 export const FlowRecord = z.object({
-  bucketStart: Timestamp.describe('Start of the bucket. A bucket that started more than 30 days ago (the retention) or more than 10 minutes ahead of the server\'s clock is not stored: it is counted in `outOfWindow` of the answer.'),
+  bucketStart: Timestamp.describe('Start of the bucket. A bucket that started more than 30 days ago (the retention) or more than 10 minutes ahead of the server\'s clock is not stored: it is counted in `outOfWindow` of the answer. Kept to the microsecond: digits of the fraction past the sixth are dropped.'),
   srcIp: IpAddressField(),
   dstIp: IpAddressField(),
   dstPort: Port,

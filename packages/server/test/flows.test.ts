@@ -54,6 +54,20 @@ describe('POST /api/v1/daemon/flows (spec 2.5, 4.4)', () => {
     ]));
   });
 
+  it('keeps a bucket to the microsecond: one in the last half-microsecond of a day stays in that day, a retry stores nothing', async () => {
+    const last = [`${d18}T23:59:59.9999995Z`, `${d18}T23:59:59.99999999Z`, `${d18}T22:59:59.9999999-01:00`];
+    const delivery = { flows: last.map((bucketStart, i) => flow({ bucketStart, bytes: 900_000 + i })), dropped: 0 };
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const res = await t.app.inject({ method: 'POST', url: '/api/v1/daemon/flows', headers, payload: delivery });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toEqual({ accepted: attempt === 0 ? 3 : 0, outOfWindow: 0 });
+    }
+    const rows = (await sql<{ at: string }>`
+      select to_char(bucket_start at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as at from flows
+      where organisation_id = ${org.organisationId} and bytes between 900000 and 900002`.execute(t.database.db)).rows;
+    expect(rows.map((r) => r.at)).toEqual(Array(3).fill(`${d18}T23:59:59.999999`));
+  });
+
   it('never stores a retried delivery twice', async () => {
     const before = (await stored()).length;
     const batch = { flows: [flow({ bucketStart: `${d20}T11:00:00Z` }), flow({ bucketStart: `${d20}T11:01:00Z` })] };

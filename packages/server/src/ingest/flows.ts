@@ -139,6 +139,9 @@ export function columnsOf(f: Flow[]): readonly string[] {
   ];
 }
 
+/** A fraction of a second past its sixth digit (the digits after it dropped). */
+const PAST_MICROSECONDS = /(\.\d{6})\d+/;
+
 /**
  * Makes flow records ready for storeFlows: COPY rows, digest, and the daily partitions they need.
  * Records outside the window (README "Daemons and scans") are left out and counted: a bucket that
@@ -168,15 +171,20 @@ export async function prepareFlows(db: Kysely<DB>, f: Flow[] | ScannedFlows, dro
   const days = new Set<string>();
   let firstAt = Number.POSITIVE_INFINITY;
   // A delivery repeats its minutes: each distinct bucket is parsed once.
-  const instants = new Map<string, number>();
+  const instants = new Map<string, { at: number; text: string }>();
   for (const x of f) {
-    let at = instants.get(x.bucketStart);
-    if (at === undefined) {
-      at = Date.parse(x.bucketStart);
-      instants.set(x.bucketStart, at);
+    let bucket = instants.get(x.bucketStart);
+    if (bucket === undefined) {
+      // Kept to the microsecond, PostgreSQL's precision: it would round further digits, in the last
+      // half-microsecond of a day into the next day, past the partition made for the record.
+      const text = PAST_MICROSECONDS.test(x.bucketStart) ? x.bucketStart.replace(PAST_MICROSECONDS, '$1') : x.bucketStart;
+      bucket = { at: Date.parse(text), text };
+      instants.set(x.bucketStart, bucket);
       // The UTC day of each record: read from the text when it is in UTC, from the instant otherwise.
-      if (at >= from && at <= to) days.add(x.bucketStart.endsWith('Z') ? x.bucketStart.slice(0, 10) : new Date(at).toISOString().slice(0, 10));
+      if (bucket.at >= from && bucket.at <= to) days.add(text.endsWith('Z') ? text.slice(0, 10) : new Date(bucket.at).toISOString().slice(0, 10));
     }
+    if (bucket.text !== x.bucketStart) x.bucketStart = bucket.text;
+    const at = bucket.at;
     if (at < from || at > to) continue;
     kept.push(x);
     if (at < firstAt) firstAt = at;
