@@ -602,8 +602,16 @@ describe('the advisory feed (SERVICE_ADVISORY_FEED_URL) pulled by cve.match', ()
       // A new file: read again.
       writeFileSync(path.join(dir, 'CVE-2031', 'CVE-2031-30xx', 'CVE-2031-3005.json'), JSON.stringify(cveOf('CVE-2031-3005')));
       expect((await runner(url).runNow('cve.match')).result?.detail).toMatchObject({ feed: { mode: 'file', changed: true, new: 1 } });
-      // A missing path and a file that is not what it is named say why; neither confirms the mirror current.
+      // One truncated file does not keep the others out: they are imported, and the pull fails naming it.
       const before = (await feedRow()).confirmed_at;
+      writeFileSync(path.join(dir, 'CVE-2031', 'CVE-2031-30xx', 'CVE-2031-3006.json'), JSON.stringify(cveOf('CVE-2031-3006')).slice(0, 40));
+      writeFileSync(path.join(dir, 'CVE-2031', 'CVE-2031-30xx', 'CVE-2031-3007.json'), JSON.stringify(cveOf('CVE-2031-3007')));
+      expect(await runner(url).runNow('cve.match')).toMatchObject({ outcome: 'failed' });
+      expect((await feedRow()).last_error).toMatch(/^parse error: 1 of 7 files of .* could not be read \(the others were imported\): .*CVE-2031-3006\.json: /);
+      expect(await db.database.db.selectFrom('advisories').select('id').where('id', 'in', ['CVE-2031-3006', 'CVE-2031-3007']).execute()).toEqual([{ id: 'CVE-2031-3007' }]);
+      expect((await feedRow()).confirmed_at).toEqual(before);
+      rmSync(path.join(dir, 'CVE-2031', 'CVE-2031-30xx', 'CVE-2031-3006.json'));
+      // A missing path and a file that is not what it is named say why; neither confirms the mirror current.
       expect(await runner(pathToFileURL(path.join(dir, 'gone')).href).runNow('cve.match')).toMatchObject({ outcome: 'failed', attempts: 1 });
       expect((await feedRow()).last_error).toMatch(/^file: ENOENT/);
       writeFileSync(path.join(dir, 'CVE-all.json.xz'), 'xz');

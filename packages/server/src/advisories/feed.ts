@@ -134,7 +134,7 @@ async function storePage(db: Kysely<DB>, docs: unknown[], out: FeedPull): Promis
  * Stores the records of the files `sources` (paths, or the bytes of a fetched file, each with its
  * name; see readDocuments: JSON, gzip, xz or zip) into `out`, in batches across files, each stored
  * before the next is read. A source without one record is an error (the age keeps running, so the
- * stale-feed alert fires).
+ * stale-feed alert fires), and so is a file that cannot be read, once the others are in.
  */
 async function pullDocuments(db: Kysely<DB>, sources: { source: string | Buffer; name: string }[], what: string, out: FeedPull, signal: AbortSignal | undefined): Promise<void> {
   let records = 0;
@@ -142,10 +142,27 @@ async function pullDocuments(db: Kysely<DB>, sources: { source: string | Buffer;
     signal?.throwIfAborted();
     records += await storePage(db, docs, out);
   });
-  for (const { source, name } of sources) await readDocuments(source, name, sink.add);
+  // One file of a mirror that cannot be read (truncated, corrupt) does not keep the others out:
+  // each is read, and the pull then fails naming the unreadable ones (the mirror is not confirmed
+  // current, so the stale-feed alert fires). A failure to store, or an abort, stops at once.
+  let storing: unknown = null;
+  const add = (doc: unknown) => sink.add(doc).catch((err: unknown) => Promise.reject((storing = err)));
+  const unreadable: string[] = [];
+  for (const { source, name } of sources) {
+    try {
+      await readDocuments(source, name, add);
+    } catch (err) {
+      if (storing !== null || signal?.aborted || sources.length === 1) throw err;
+      unreadable.push(`${name}: ${(err as Error).message ?? String(err)}`);
+    }
+  }
   await sink.end();
-  if (records === 0) throw new SyntaxError(`${what} holds no advisory record`);
   out.changed = out.new + out.updated > 0;
+  if (unreadable.length > 0) {
+    const named = unreadable.slice(0, 3).join('; ') + (unreadable.length > 3 ? `; and ${unreadable.length - 3} more` : '');
+    throw new SyntaxError(`${unreadable.length} of ${sources.length} files of ${what} could not be read (the others were imported): ${named}`);
+  }
+  if (records === 0) throw new SyntaxError(`${what} holds no advisory record`);
 }
 
 /** Every `*.json`, `*.json.gz` and `*.json.xz` file under `dir` (recursively), sorted, with its size and modification time. */
