@@ -126,6 +126,22 @@ function openPostgres(url: string, opts: DatabaseOptions): Database {
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new WriteWatchPlugin()] });
   const listener = sharedListener(url, opts);
+  // A statement a connection keeps prepared fails once a migration (another process's, in a rolling
+  // upgrade) changed the type of a column it returns: "cached plan must not change result type".
+  // Then every statement takes a new name (a generation suffix), so each connection prepares it
+  // afresh, and the call is retried once.
+  let generation = 0;
+  const named = async <T>(name: string, run: (name: string) => Promise<T>): Promise<T> => {
+    const at = generation;
+    try {
+      return await run(at === 0 ? name : `${name}~${at}`);
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      if (e.code !== '0A000' || !e.message?.includes('cached plan')) throw err;
+      if (generation === at) generation++;
+      return run(`${name}~${generation}`);
+    }
+  };
   return {
     db,
     kind: 'postgres',
@@ -140,9 +156,9 @@ function openPostgres(url: string, opts: DatabaseOptions): Database {
         client.release();
       }
     },
-    prepared: async <R extends Row>(name: string, text: string, values: unknown[]) => (await pool.query<R>({ name, text, values })).rows,
+    prepared: async <R extends Row>(name: string, text: string, values: unknown[]) => (await named(name, (n) => pool.query<R>({ name: n, text, values }))).rows,
     async preparedArrays(name, text, values) {
-      const r = await pool.query<unknown[]>(name === null ? { text, values, rowMode: 'array' } : { name, text, values, rowMode: 'array' });
+      const r = await (name === null ? pool.query<unknown[]>({ text, values, rowMode: 'array' }) : named(name, (n) => pool.query<unknown[]>({ name: n, text, values, rowMode: 'array' })));
       return { columns: r.fields.map((f) => f.name), rows: r.rows };
     },
     async tryLock(key) {
