@@ -5,7 +5,7 @@ import { Link, useSearchParams } from 'react-router';
 import { DataTable } from '../../components/DataTable';
 import { Exposure } from '../../components/Exposure';
 import { ErrorAlert } from '../../components/ErrorAlert';
-import { HostLink, hostLabel } from '../../components/hostLabel';
+import { HostLink, byHostLabel, hostLabel } from '../../components/hostLabel';
 import { ago, dateTime, plural } from '../../lib/format';
 import { collectionPages, useCollection, useHostNames, usePage } from '../../lib/queries';
 import type { Host, Service } from '../../lib/types';
@@ -118,7 +118,7 @@ export function ServicesPage() {
   const hosts = useHostNames([...(hostId ? [hostId] : []), ...rows.map((s) => s.hostId)]);
   const choices = usePage('hosts', { limit: 500 }); // the picker offers the first 500; the names of the rows are looked up
   const columns = useMemo(() => serviceColumns(hosts, params), [hosts, params]);
-  const hostList = useMemo(() => [...(choices.data?.data ?? [])].sort((a, b) => (a.hostname ?? a.addresses[0] ?? '').localeCompare(b.hostname ?? b.addresses[0] ?? '')), [choices.data]);
+  const hostList = useMemo(() => [...(choices.data?.data ?? [])].sort(byHostLabel), [choices.data]);
   const total = count.data?.total;
 
   return (
