@@ -17,11 +17,5 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     maxWorkers: 2,
-    // Each worker process runs its files one after another with the modules it already loaded:
-    // importing the server's modules afresh for each of 136 files was a fifth of the suite's time
-    // (264 of 880 s on PostgreSQL). Files keep their own state: each builds its app, database and
-    // servers in beforeAll and closes them in afterAll; none mocks a module (vi.mock), and the component tests
-    // unstub the fetch they stub after each test.
-    isolate: false,
   },
 });
