@@ -177,7 +177,7 @@ export async function prepareFlows(db: Kysely<DB>, f: Flow[] | ScannedFlows, dro
     if (bucket === undefined) {
       // Kept to the microsecond, PostgreSQL's precision: it would round further digits, in the last
       // half-microsecond of a day into the next day, past the partition made for the record.
-      const text = PAST_MICROSECONDS.test(x.bucketStart) ? x.bucketStart.replace(PAST_MICROSECONDS, '$1') : x.bucketStart;
+      const text = x.bucketStart.replace(PAST_MICROSECONDS, '$1');
       bucket = { at: Date.parse(text), text };
       instants.set(x.bucketStart, bucket);
       // The UTC day of each record: read from the text when it is in UTC, from the instant otherwise.

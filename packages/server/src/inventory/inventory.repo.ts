@@ -166,7 +166,7 @@ export function listNetworks(db: Kysely<DB>, p: PageArgs, f: { siteId?: string |
 /** Below this many matches a text search collects its hosts from the value indexes, not the page index. */
 const SPARSE_TEXT_MATCHES = 5000;
 
-type HostFilters = { siteId?: string | undefined; search?: HostSearch | undefined; gone?: GoneMode | undefined; source?: HostSource | undefined } & ById;
+export type HostFilters = { siteId?: string | undefined; search?: HostSearch | undefined; gone?: GoneMode | undefined; source?: HostSource | undefined } & ById;
 export type HostSource = (typeof hostSources)[number];
 
 /**

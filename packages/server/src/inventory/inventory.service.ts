@@ -217,15 +217,22 @@ function seqOf(columns: readonly string[], row: readonly unknown[]): number {
   return seq;
 }
 
+/** The hosts page's query as the repository's filters. */
+const hostFilters = (q: Query<'hosts'>): repo.HostFilters => ({
+  siteId: q.siteId,
+  search: q.search === undefined ? undefined : classifySearch(q.search),
+  gone: q.gone,
+  source: q.source,
+});
+
 const listers: { [N in CollectionName]: Lister<N> } = {
   sites: lister({ rows: (db, p) => repo.listSites(db, p), item: toSite }),
   networks: lister({ rows: (db, p, q) => repo.listNetworks(db, p, q), item: toNetwork }),
   hosts: lister({
-    rows: (db, p, q: Query<'hosts'>) =>
-      repo.listHosts(db, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search), gone: q.gone, source: q.source }),
+    rows: (db, p, q: Query<'hosts'>) => repo.listHosts(db, p, hostFilters(q)),
     item: toHost,
     arrays: {
-      rows: (db, run, p, q: Query<'hosts'>) => repo.listHostsArrays(db, run, p, { siteId: q.siteId, search: q.search === undefined ? undefined : classifySearch(q.search), gone: q.gone, source: q.source }),
+      rows: (db, run, p, q: Query<'hosts'>) => repo.listHostsArrays(db, run, p, hostFilters(q)),
       write: hostArrayPage,
     },
   }),

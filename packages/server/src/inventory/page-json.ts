@@ -52,7 +52,7 @@ export function arrayPageWriter(fields: readonly Field[]): ArrayPageWriter {
   let compiledFor = '';
   let write: PageWriter<readonly unknown[]> = () => '';
   return (columns, rows, nextCursor, hasMore) => {
-    if (rows.length === 0) return empty(nextCursor, hasMore); // a search that matched nothing may have no columns
+    if (rows.length === 0) return `{"data":[${envelopeEnd(nextCursor, hasMore)}`; // a search that matched nothing may have no columns
     const key = columns.join(',');
     if (key !== compiledFor) {
       write = compile<readonly unknown[]>(fields, (f) => {
@@ -90,20 +90,21 @@ function compile<R>(fields: readonly Field[], at: (f: Field) => string): PageWri
       if (i > 0) s += ',';
       s += ${item} + '}';
     }
-    return s + '],"nextCursor":' + (nextCursor === null ? 'null' : str(nextCursor)) + ',"hasMore":' + (hasMore ? 'true' : 'false') + '}';`;
-  const compiled = new Function('str', 'num', 'rows', 'nextCursor', 'hasMore', body) as (
+    return s + end(nextCursor, hasMore);`;
+  const compiled = new Function('str', 'num', 'end', 'rows', 'nextCursor', 'hasMore', body) as (
     str: (s: string) => string,
     num: (n: number) => string,
+    end: typeof envelopeEnd,
     rows: readonly R[],
     nextCursor: string | null,
     hasMore: boolean,
   ) => string;
-  return (rows, nextCursor, hasMore) => compiled(jsonString, writeNumber, rows, nextCursor, hasMore);
+  return (rows, nextCursor, hasMore) => compiled(jsonString, writeNumber, envelopeEnd, rows, nextCursor, hasMore);
 }
 
-/** A page with no items. */
-function empty(nextCursor: string | null, hasMore: boolean): string {
-  return `{"data":[],"nextCursor":${nextCursor === null ? 'null' : jsonString(nextCursor)},"hasMore":${hasMore ? 'true' : 'false'}}`;
+/** The envelope after the items: the end of `data`, the cursor and whether more follow. */
+function envelopeEnd(nextCursor: string | null, hasMore: boolean): string {
+  return `],"nextCursor":${nextCursor === null ? 'null' : jsonString(nextCursor)},"hasMore":${hasMore ? 'true' : 'false'}}`;
 }
 
 /** A number as JSON.stringify writes it (a non-finite one as null). */
