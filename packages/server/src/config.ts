@@ -93,6 +93,7 @@ export const ConfigSchema = z
     SERVICE_AI_MODEL: z.string().min(1).max(200).optional().describe('The model the assistant asks (it must support tool calls), for example gpt-4o-mini or llama3.1.'),
     SERVICE_AI_TIMEOUT_SECONDS: int(1, 600).default(60).describe('How long one provider call may take before the answer is 504 upstream_timeout.'),
     SERVICE_AI_MAX_TOOL_ROUNDS: int(1, 20).default(6).describe('Most tool rounds one question may take before the assistant must answer.'),
+    SERVICE_AI_TURNS_RETENTION_DAYS: int(1, 3650).default(90).describe('Days the record of each question to the assistant (who asked, outcome, tokens; never its text) is kept; job assistant.prune deletes older ones. The counter service_ai_turns_total keeps counting them.'),
     SERVICE_CONSOLE_DIR: z
       .string()
       .min(1)
@@ -143,6 +144,7 @@ export const ConfigSchema = z
       provider: e.SERVICE_AI_BASE_URL && e.SERVICE_AI_MODEL ? { baseUrl: e.SERVICE_AI_BASE_URL, apiKey: e.SERVICE_AI_API_KEY, model: e.SERVICE_AI_MODEL } : null,
       timeoutMs: e.SERVICE_AI_TIMEOUT_SECONDS * 1000,
       maxToolRounds: e.SERVICE_AI_MAX_TOOL_ROUNDS,
+      turnsRetentionDays: e.SERVICE_AI_TURNS_RETENTION_DAYS,
     },
   }));
 

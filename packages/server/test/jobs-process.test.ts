@@ -15,7 +15,7 @@ import { TEST_DATABASE_URL, type TestDatabase, createTestDatabase } from './help
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const bin = path.join(root, 'packages/server/bin/surveyor.js');
-const JOBS = ['scan.schedule', 'scan.stall', 'notify.deliver', 'cloud.k8s', 'cve.match', 'cloud.sync', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot', 'events.prune', 'flows.rollup'];
+const JOBS = ['scan.schedule', 'scan.stall', 'notify.deliver', 'cloud.k8s', 'cve.match', 'cloud.sync', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot', 'events.prune', 'flows.rollup', 'assistant.prune'];
 
 /** Where a process under test keeps its database: a schema of the test PostgreSQL, or a fresh embedded data folder. */
 function databaseEnv(schema: string | undefined, dataDir: string): Record<string, string> {

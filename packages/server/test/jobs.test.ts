@@ -24,7 +24,7 @@ import {
 // operator or an administrator would.
 
 /** Every job of this build: the nine of spec 1.1, and events.prune (retention, issue 30). */
-const JOB_NAMES = ['scan.schedule', 'scan.stall', 'notify.deliver', 'cloud.k8s', 'cve.match', 'cloud.sync', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot', 'events.prune', 'flows.rollup'];
+const JOB_NAMES = ['scan.schedule', 'scan.stall', 'notify.deliver', 'cloud.k8s', 'cve.match', 'cloud.sync', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot', 'events.prune', 'flows.rollup', 'assistant.prune'];
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

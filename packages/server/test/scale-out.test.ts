@@ -243,7 +243,7 @@ describe.runIf(canRunCluster('the scale-out test (two web processes and two work
     const all = [...runs(w1), ...runs(w2)];
     const byJob = new Map<string, typeof all>();
     for (const r of all) byJob.set(r.job, [...(byJob.get(r.job) ?? []), r]);
-    expect([...byJob.keys()].sort()).toEqual(['cloud.k8s', 'cloud.sync', 'cve.match', 'events.prune', 'flows.rollup', 'inventory.snapshot', 'notify.certificates', 'notify.deliver', 'scan.schedule', 'scan.stall', 'topology.dependencies']);
+    expect([...byJob.keys()].sort()).toEqual(['assistant.prune', 'cloud.k8s', 'cloud.sync', 'cve.match', 'events.prune', 'flows.rollup', 'inventory.snapshot', 'notify.certificates', 'notify.deliver', 'scan.schedule', 'scan.stall', 'topology.dependencies']);
     const summary: Record<string, unknown> = {};
     for (const [job, rs] of byJob) {
       const slots = rs.map((r) => r.slot).sort((a, b) => a - b);

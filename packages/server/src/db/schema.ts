@@ -71,6 +71,13 @@ export interface AssistantTurnsTable {
   latency_ms: number;
 }
 
+/** Questions asked per organisation and outcome, ever (migration 0044): what service_ai_turns_total reports; pruning turns leaves it. */
+export interface AssistantTurnTotalsTable {
+  organisation_id: string;
+  outcome: string;
+  turns: number;
+}
+
 export interface ScimRoleMappingsTable {
   organisation_id: string;
   group_key: string;
@@ -859,6 +866,7 @@ export interface DB {
   scim_group_members: ScimGroupMembersTable;
   scim_role_mappings: ScimRoleMappingsTable;
   assistant_turns: AssistantTurnsTable;
+  assistant_turn_totals: AssistantTurnTotalsTable;
   keys: KeysTable;
   sessions: SessionsTable;
   audit_log: AuditLogTable;

@@ -61,7 +61,7 @@ export async function collectMetrics(db: Kysely<DB>, organisationId: string, now
     sql<{ age: number | null }>`
       select extract(epoch from (${now}::timestamptz - max(captured_at)))::float8 as age from snapshots where organisation_id = ${o}`.execute(db),
     feedAgeSeconds(db, now),
-    sql<{ outcome: string; n: number }>`select outcome, count(*)::int as n from assistant_turns where organisation_id = ${o} group by outcome`.execute(db),
+    sql<{ outcome: string; n: number }>`select outcome, turns::float8 as n from assistant_turn_totals where organisation_id = ${o}`.execute(db),
   ]);
   const aiBy = new Map(aiTurns.rows.map((r) => [r.outcome, r.n]));
   const daemonBy = new Map(daemons.rows.map((r) => [r.status, r]));
