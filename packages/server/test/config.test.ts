@@ -121,6 +121,17 @@ describe('loadConfig', () => {
     expect(names).toEqual(expect.arrayContaining(['DATABASE_URL', 'SERVICE_DATA_DIR', 'SERVICE_PORT', 'SERVICE_SECRET_KEY', 'SERVICE_RATE_LIMIT_KEY_PER_MINUTE']));
     expect(vars.find((v) => v.name === 'SERVICE_PORT')?.default).toBe(8080);
   });
+
+  it('the README\'s configuration table lists every variable it reads, and no other, each with its default', () => {
+    const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+    const rows = new Map([...readme.matchAll(/^\| `((?:SERVICE|DATABASE)_[A-Z0-9_]+|[A-Z][A-Z0-9_]+_URL)` \| ([^|]*) \|/gm)].map((m) => [m[1]!, m[2]!.trim()]));
+    const vars = describeConfig();
+    expect([...rows.keys()].sort()).toEqual(vars.map((v) => v.name).sort());
+    for (const v of vars) {
+      if (v.default === undefined || v.default === '') continue;
+      expect(rows.get(v.name), v.name).toContain(`\`${String(v.default)}\``);
+    }
+  });
 });
 
 describe('surveyor serve with a bad variable', () => {
