@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -1093,6 +1095,15 @@ if (TEST_DATABASE_URL) describe('surveyor jobs (CLI) on the configured database'
     const lines = text.out.join('\n').split('\n');
     expect(lines).toHaveLength(JOB_NAMES.length);
     for (const name of JOB_NAMES) expect(lines.find((l) => l.startsWith(`${name} `))).toMatch(/never run \(every \d+ s\)$/);
+  });
+
+  it('the README\'s job table lists every job the runner knows, each with its interval', async () => {
+    const readme = readFileSync(fileURLToPath(new URL('../../../README.md', import.meta.url)), 'utf8');
+    const table = readme.slice(readme.indexOf('| Job | Interval | What it does |'));
+    const rows = [...table.slice(0, table.indexOf('\n\n')).matchAll(/^\| `([a-z0-9.]+)` \| ([^|]+) \|/gm)].map((m) => [m[1]!, m[2]!.trim()] as const);
+    const every = (ms: number) => (ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`);
+    const jobs = jobDefinitions({ config: loadConfig({}), secretKey: Buffer.alloc(32) });
+    expect(new Map(rows)).toEqual(new Map(jobs.map((j) => [j.name, every(j.intervalMs)])));
   });
 
   it('jobs run inventory.snapshot --json runs one tick: exit 0, JSON with ran true and outcome ok, and today\'s snapshot exists', async () => {
