@@ -3,7 +3,7 @@ import { pruneTurns } from './assistant.repo.js';
 
 const DAY = 86_400_000;
 /** Rows per delete statement, as events.prune. */
-export const PRUNE_BATCH = 10_000;
+const PRUNE_BATCH = 10_000;
 /** A tick stops starting new statements after this long; what is left waits for the next tick. */
 const TICK_BUDGET_MS = 10 * 60_000;
 
