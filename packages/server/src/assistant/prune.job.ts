@@ -1,11 +1,8 @@
+import { PRUNE_BATCH, drain, tickStop } from '../jobs/batches.js';
 import type { JobDefinition } from '../jobs/runner.js';
 import { pruneTurns } from './assistant.repo.js';
 
 const DAY = 86_400_000;
-/** Rows per delete statement, as events.prune. */
-const PRUNE_BATCH = 10_000;
-/** A tick stops starting new statements after this long; what is left waits for the next tick. */
-const TICK_BUDGET_MS = 10 * 60_000;
 
 /**
  * assistant.prune (1 h, issue 30): deletes the assistant's turns (who asked, outcome, tokens)
@@ -18,15 +15,9 @@ export function assistantPrune(retentionDays: number, opts: { batch?: number } =
     name: 'assistant.prune',
     intervalMs: 60 * 60_000,
     async run({ db, now, signal }) {
-      const started = performance.now();
       const cutoff = new Date(now().getTime() - retentionDays * DAY);
-      let turns = 0;
-      for (;;) {
-        if (signal.aborted || performance.now() - started > TICK_BUDGET_MS) return { detail: { turns, complete: false } };
-        const n = await pruneTurns(db, cutoff, batch);
-        turns += n;
-        if (n < batch) return { detail: { turns, complete: true } };
-      }
+      const r = await drain(() => pruneTurns(db, cutoff, batch), batch, tickStop(signal));
+      return { detail: { turns: r.n, complete: r.done } };
     },
   };
 }

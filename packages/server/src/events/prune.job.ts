@@ -1,10 +1,6 @@
+import { PRUNE_BATCH, tickStop } from '../jobs/batches.js';
 import type { JobDefinition } from '../jobs/runner.js';
 import { type Retention, prune } from './retention.js';
-
-/** Rows per delete statement: small enough to keep each short, large enough to keep up. */
-export const PRUNE_BATCH = 10_000;
-/** A tick stops starting new statements after this long; what is left waits for the next tick. */
-const TICK_BUDGET_MS = 10 * 60_000;
 
 /**
  * events.prune (1 h, issue 30): deletes delivered and dead alert deliveries, events and change
@@ -17,12 +13,7 @@ export function eventsPrune(retention: Retention, opts: { batch?: number; organi
     name: 'events.prune',
     intervalMs: 60 * 60_000,
     async run({ db, now, signal }) {
-      const started = performance.now();
-      const r = await prune(db, retention, now(), {
-        batch: opts.batch ?? PRUNE_BATCH,
-        organisations: opts.organisations ?? 500,
-        stop: () => signal.aborted || performance.now() - started > TICK_BUDGET_MS,
-      });
+      const r = await prune(db, retention, now(), { batch: opts.batch ?? PRUNE_BATCH, organisations: opts.organisations ?? 500, stop: tickStop(signal) });
       return { detail: { ...r } };
     },
   };

@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
+import { drain } from '../jobs/batches.js';
 
 // Retention of what the service appends by itself (issue 30): alert deliveries, events and the
 // change log. Each is deleted in statements of at most `batch` rows (its own transaction each),
@@ -86,17 +87,6 @@ async function changesBatch(db: Kysely<DB>, orgs: string[], cutoff: Date, batch:
     )
     select count(*)::int as n from gone`.execute(db);
   return r.rows[0]?.n ?? 0;
-}
-
-/** Repeats `step` while it deletes full batches and `stop` does not say otherwise; the rows deleted, and whether it ran out of rows. */
-async function drain(step: () => Promise<number>, batch: number, stop: () => boolean): Promise<{ n: number; done: boolean }> {
-  let n = 0;
-  for (;;) {
-    if (stop()) return { n, done: false };
-    const k = await step();
-    n += k;
-    if (k < batch) return { n, done: true };
-  }
 }
 
 /**
