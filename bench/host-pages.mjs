@@ -2,15 +2,17 @@
 // BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres).
 //
 // Generates, once, 100,000 hosts in one organisation (4 sites, 5% gone, 2-4 addresses each, a third
-// with two MAC-carrying interfaces, 4 services each of which about 3 open, a certificate on every
-// tenth host) in the schema `bench_host_pages`, starts `surveyor serve` on it (a child process),
+// with two MAC-carrying interfaces, 4 services each of which about 3 open; certificates on port 443
+// of every tenth host whose service there is gone, and of every tenth other host one presented now
+// and two it rotated out earlier) in the schema `bench_host_pages`, starts `surveyor serve` on it (a child process),
 // and measures in the same run, each at BENCH_CONNECTIONS (20) concurrent clients from a separate
 // thread:
 //   1. GET /api/v1/hosts?limit=50 through HTTP;
 //   2. the SQL that page runs, sent directly through pg;
 //   3. a bare SELECT of the same columns and rows of `hosts` through pg (the database's limit:
 //      the page's 51 rows read by the page index, columns as stored, no per-row work);
-// then the same SQL-level comparison for the services and certificates pages, the keyset depth
+// then the same SQL-level comparison for the services and certificates pages (the certificates page
+// also under its console default, current=true, and as it was before migration 0045), the keyset depth
 // (a page at 90% of the hosts vs the first), and the plan of the page under every hosts filter.
 // The section "Host pages (issue 30)" of docs/benchmarks.md is replaced with the results.
 import { randomBytes } from 'node:crypto';
@@ -35,7 +37,7 @@ const out = [];
 const loadAtStart = loadavg().map((x) => x.toFixed(2)).join(', ');
 /** The figures from before migration 0038 (the page computed addresses, MACs and the open-port count per row), this machine. */
 const BEFORE = [
-  'Three runs of this code in a row on 2026-11-27 (the tables above are the last), other work on the machine growing: `GET /api/v1/hosts?limit=50`',
+  'Three runs of the hosts page\'s code as it is now, in a row on 2026-11-27, other work on the machine growing: `GET /api/v1/hosts?limit=50`',
   '1,008 req/s, 0.55× the bare select and 0.53× its own SQL, 780 µs of CPU a request (load average 2.5 → 3.6); 950 req/s, 0.33× and 0.42×,',
   '846 µs (2.8 → 4.7); 696 req/s, 0.27× and 0.34×, 905 µs (4.4 → 5.2). The API shares the two cores with PostgreSQL, the load thread and',
   'the other work, and pays for it more than the SQL rows do: read these ratios as ±25 % here.',
@@ -130,8 +132,15 @@ const db = database.db;
 
 // --- data --------------------------------------------------------------------------------------
 let org = await db.selectFrom('organisations').select('id').where('name', '=', 'bench').executeTakeFirst();
+const CERTIFICATES = (HOSTS / 10) * 4; // every tenth host one (gone), every tenth other three (one current, two replaced)
 const present = org ? Number((await sql`select count(*) as n from host_fingerprints where organisation_id = ${org.id}`.execute(db)).rows[0].n) : 0;
-if (!org || present !== HOSTS) {
+const presentCertificates = org ? Number((await sql`select count(*) as n from certificates where organisation_id = ${org.id}`.execute(db)).rows[0].n) : 0;
+if (org && (present !== HOSTS || presentCertificates !== CERTIFICATES)) {
+  // A dataset of another shape (an earlier version of this bench): made again.
+  await sql`delete from organisations where id = ${org.id}`.execute(db);
+  org = undefined;
+}
+if (!org) {
   console.log(`generating ${HOSTS} hosts with addresses, interfaces, services and certificates (once; kept in schema ${SCHEMA})…`);
   const t0 = Date.now();
   const created = await admin.createOrganisation(db, { type: 'cli' }, { name: 'bench', ownerEmail: 'bench@bench.test' });
@@ -163,9 +172,13 @@ if (!org || present !== HOSTS) {
       p.name, p.product, '1.0', case when p.port = 443 and h.seq % 10 = 0 then now() end
     from hosts h cross join (values (22, 'ssh', 'OpenSSH'), (80, 'http', 'nginx'), (443, 'https', 'nginx'), (8080, 'http-alt', 'jetty')) as p(port, name, product)
     where h.organisation_id = ${o}`.execute(db);
-  await sql`insert into certificates (organisation_id, host_id, address, port, subject, issuer, not_before, not_after, sha256, trust_status)
-    select h.organisation_id, h.id, '10.0.0.0'::inet + h.seq * 4, 443, 'CN=' || h.hostname, 'CN=Bench CA', now() - interval '30 days', now() + interval '300 days', md5(h.id::text) || md5(h.fingerprint), 'trusted'
-    from hosts h where h.organisation_id = ${o} and h.seq % 10 = 0`.execute(db);
+  // Port 443 of every tenth host: gone there (its service is), so its certificate is `gone`; of every
+  // tenth other host, the certificate presented now and the two it replaced (seen 90 and 180 days ago).
+  await sql`insert into certificates (organisation_id, host_id, address, port, subject, issuer, not_before, not_after, sha256, trust_status, first_seen_at, last_seen_at)
+    select h.organisation_id, h.id, '10.0.0.0'::inet + h.seq * 4, 443, 'CN=' || h.hostname, 'CN=Bench CA', now() - interval '30 days' - r.age, now() + interval '300 days' - r.age,
+      md5(h.id::text || r.k) || md5(h.fingerprint), 'trusted', now() - r.age, now() - r.age
+    from hosts h cross join (values (0, interval '0 days'), (1, interval '90 days'), (2, interval '180 days')) as r(k, age)
+    where h.organisation_id = ${o} and (h.seq % 10 = 0 and r.k = 0 or h.seq % 10 = 5)`.execute(db);
   await refreshStored(o);
   await sql`analyze`.execute(db);
   console.log(`generated in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
@@ -194,6 +207,12 @@ const page = (after = 0) => ({ organisationId, after, take: 51 });
 const hostSql = (await capture((d) => repo.listHosts(d, page(), {}))).at(-1);
 const serviceSql = (await capture((d) => repo.listServices(d, page(), {}))).at(-1);
 const certificateSql = (await capture((d) => repo.listCertificates(d, page(), {}))).at(-1);
+const certificateCurrentSql = (await capture((d) => repo.listCertificates(d, page(), { current: true }))).at(-1);
+// The same page as it was before migration 0045: the state looked up in the view for every row read.
+const VIEW_STATE = '(select cs.state from certificate_states cs where cs.organisation_id = certificates.organisation_id and cs.id = certificates.id)';
+const certificateCurrentViewSql = certificateCurrentSql.sql.includes(`state = 'current'`)
+  ? { sql: certificateCurrentSql.sql.replace('"state"', `${VIEW_STATE} as "state"`).replace(`state = 'current'`, `${VIEW_STATE} = 'current'`), parameters: certificateCurrentSql.parameters }
+  : certificateCurrentSql;
 
 // The page's SQL as it was before migration 0038 (three correlated subqueries per host), run side by side.
 const COMPUTED = {
@@ -240,6 +259,7 @@ const ROUNDS = 3;
 const paths = {
   api: ['api'], hostSql: ['sql', hostSql], hostBare: ['sql', hostBare], hostComputed: ['sql', hostComputedSql],
   serviceSql: ['sql', serviceSql], serviceBare: ['sql', serviceBare], certificateSql: ['sql', certificateSql], certificateBare: ['sql', certificateBare],
+  certificateCurrentSql: ['sql', certificateCurrentSql], certificateCurrentViewSql: ['sql', certificateCurrentViewSql],
 };
 const samples = Object.fromEntries(Object.keys(paths).map((k) => [k, []]));
 /** CPU (user + system) the web process has used, in µs: a figure other work on the machine moves less than a rate. */
@@ -257,7 +277,7 @@ for (let round = 0; round < ROUNDS; round++) {
   }
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const [apiRps, hostSqlQps, hostBareQps, hostComputedQps, serviceSqlQps, serviceBareQps, certificateSqlQps, certificateBareQps] = Object.keys(paths).map((k) => median(samples[k]));
+const [apiRps, hostSqlQps, hostBareQps, hostComputedQps, serviceSqlQps, serviceBareQps, certificateSqlQps, certificateBareQps, certificateCurrentQps, certificateCurrentViewQps] = Object.keys(paths).map((k) => median(samples[k]));
 serve.child.kill('SIGTERM');
 
 // --- keyset depth ---------------------------------------------------------------------------------
@@ -291,7 +311,12 @@ for (const [name, f] of filters) {
   plans.push(`- ${name}:`, '', ...(await Promise.all(qs.map(explain))).flatMap((p) => [p, '']));
 }
 
-for (const [name, run] of [['services page', (d) => repo.listServices(d, page(), {})], ['certificates page', (d) => repo.listCertificates(d, page(), {})]]) {
+for (const [name, run] of [
+  ['services page', (d) => repo.listServices(d, page(), {})],
+  ['certificates page', (d) => repo.listCertificates(d, page(), {})],
+  ['certificates page, current=true (the console\'s default)', (d) => repo.listCertificates(d, page(), { current: true })],
+  ['certificates page, current=false', (d) => repo.listCertificates(d, page(), { current: false })],
+]) {
   const qs = await capture(run);
   plans.push(`- ${name}:`, '', ...(await Promise.all(qs.map(explain))).flatMap((p) => [p, '']));
 }
@@ -311,7 +336,8 @@ const r = (a, b) => (a / b).toFixed(2);
 say('## Host pages (issue 30)');
 say();
 say(`\`npm run bench:host-pages\` on ${version}, ${cpus().length} cores (${cpus()[0].model.trim()}), ${new Date().toISOString().slice(0, 10)}: ${HOSTS.toLocaleString('en')} hosts in one organisation`);
-say('(2-4 addresses each, a third with two MAC-carrying interfaces, 4 services each, a certificate on every tenth host), first page of 50,');
+say(`(2-4 addresses each, a third with two MAC-carrying interfaces, 4 services each; ${CERTIFICATES.toLocaleString('en')} certificates: on every tenth host one whose service is gone,`);
+say('on every tenth other host the one it presents and two it replaced), first page of 50,');
 say(`${CONNECTIONS} concurrent clients from a separate thread, the server a child \`surveyor serve\` (pool ${CONNECTIONS}); each path in turn, ${ROUNDS} rounds of ${(SECONDS / ROUNDS).toFixed(0)} s, the median.`);
 say('Baselines in the same run: the page\'s own SQL sent directly through `pg`, and a bare `SELECT` of the same columns and rows');
 say('(the 51 rows by the page index, columns as stored, timestamps unformatted, no per-row work). Both SQL rows take the values as');
@@ -327,6 +353,8 @@ say(`| services page SQL through pg | ${serviceSqlQps.toFixed(0)} q | ${r(servic
 say(`| bare select of services | ${serviceBareQps.toFixed(0)} q | 1.00 | |`);
 say(`| certificates page SQL through pg | ${certificateSqlQps.toFixed(0)} q | ${r(certificateSqlQps, certificateBareQps)} | |`);
 say(`| bare select of certificates | ${certificateBareQps.toFixed(0)} q | 1.00 | |`);
+say(`| certificates page SQL, current=true (the console's default) | ${certificateCurrentQps.toFixed(0)} q | ${r(certificateCurrentQps, certificateBareQps)} | |`);
+say(`| the same before migration 0045 (the state looked up in the view for every row read) | ${certificateCurrentViewQps.toFixed(0)} q | ${r(certificateCurrentViewQps, certificateBareQps)} | |`);
 say();
 say(`The web process used ${median(apiCpu).toFixed(0)} µs of CPU a request (user and system, median of the rounds).`);
 say();
@@ -337,8 +365,11 @@ say('by the writers of those rows in their transactions, one statement per batch
 say('daemon batches and cloud syncs, a completed scan\'s absence marking, host merges: `inventory/host-summaries.ts`): the page is');
 say('one range scan of the page index with no per-row work. The services page asks the exposure view only for a service open,');
 say('present and on a host a cloud account lists (one probe of `cloud_resources` per row; before, the view re-read every service');
-say('by its key: 301 buffer reads a page, now 125). The certificates page keeps its state lookup (the view `certificate_states`:');
-say('the certificate again by its key, then three index probes), not changed here.');
+say('by its key: 301 buffer reads a page, now 125). Since migration 0045 a certificate stores its state (`current`, `replaced`, `gone`: the');
+say('view `certificate_states` computes it from the other certificates of its endpoint and the services of its host), written with the');
+say('host\'s page columns by the same writers for the hosts whose certificates or services they wrote; the filter `current` (true by');
+say('default in the console) pages over one of two partial indexes in page order (`certificates_current_page_idx`, `certificates_past_page_idx`),');
+say('where it evaluated the view for every row read until a page was full (every certificate of the organisation when few are current).');
 say();
 say('Since this issue a page of a fixed shape (no search, no LIKE pattern, no id list) is compiled by Kysely once per shape, with');
 say('placeholders for its values, and runs as a statement PostgreSQL keeps prepared per connection, the values bound per call');

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emit } from '../src/events/emit.js';
 import { type EventPayload, eventsSince } from '../src/events/events.js';
+import { refreshHostSummaries } from '../src/inventory/host-summaries.js';
 import { perOrganisation } from '../src/jobs/per-organisation.js';
 import { jobDefinitions } from '../src/main.js';
 import { type JobDefinition, type JobResult, JobRunner, type OrganisationOutcome, type TickResult } from '../src/jobs/runner.js';
@@ -71,6 +72,8 @@ describe('tls.expiring (job notify.certificates; decisions.md: thresholds 30, 14
               ${new Date(c.notAfter.getTime() - 365 * DAY)}, ${c.notAfter}, ${c.sha256 ?? hex64()}, 'trusted',
               ${c.lastSeenAt ?? new Date()}, ${c.lastSeenAt ?? new Date()})
       returning id`.execute(db());
+    // As the writers do: the state of the host's certificates (replaced by a later one?), stored on them.
+    await refreshHostSummaries(db(), organisationId, [], [hostId]);
     return r.rows[0]!.id;
   }
 

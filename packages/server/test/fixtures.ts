@@ -66,7 +66,7 @@ export async function addVulnerability(db: Kysely<DB>, organisationId: string, s
 }
 
 export async function addCertificate(db: Kysely<DB>, organisationId: string, hostId: string, c: { trustStatus: string; port?: number; sha256?: string }) {
-  return (
+  const id = (
     await db
       .insertInto('certificates')
       .values({
@@ -83,6 +83,9 @@ export async function addCertificate(db: Kysely<DB>, organisationId: string, hos
       .returning('id')
       .executeTakeFirstOrThrow()
   ).id;
+  // As the writers do: the state of the host's certificates, stored on them.
+  await refreshHostSummaries(db, organisationId, [], [hostId]);
+  return id;
 }
 
 export async function addTopology(db: Kysely<DB>, organisationId: string, t: { kind: string; status?: string; siteId?: string }) {

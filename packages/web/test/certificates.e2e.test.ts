@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { refreshHostSummaries } from '../../server/src/inventory/host-summaries.js';
 import { addHosts } from '../../server/test/fixtures.js';
 import { type Console, haveChromium, heading, ownerPage, ownerWithPassword, POLL, shot, startConsole } from './harness.js';
 
@@ -52,6 +53,8 @@ describe.skipIf(!haveChromium)('certificates in Chromium', () => {
                      ${new Date(now - 300 * DAY)}::timestamptz, ${new Date(now + 2 * DAY)}::timestamptz,
                      encode(sha256(('gone-' || h.id)::bytea), 'hex'), 'self_signed', now() - interval '3 hours'
               from unnest(${gone}::uuid[]) with ordinality as h(id, n) join host_addresses a on a.organisation_id = ${o} and a.host_id = h.id`.execute(db);
+    // As the writers do after writing certificates and services: each certificate's state, stored on it.
+    await refreshHostSummaries(db, o, hosts, hosts);
   });
   afterAll(() => c?.close());
 

@@ -314,6 +314,8 @@ export interface CertificatesTable {
   sha256: string;
   chain_pem: TextArray;
   trust_status: string;
+  /** current, replaced or gone (view certificate_states), stored by its writers (migration 0045). */
+  state: Generated<string>;
   /** The smallest tls.expiring threshold (days) already announced for this certificate. */
   expiry_notified_days: number | null;
   first_seen_at: Timestamp;

@@ -74,15 +74,17 @@ export async function reconcile(tx: Transaction<DB>, source: Source, facts: Fact
   const hosts = await reconcileHosts(tx, source, facts, host, created);
   const addresses = await reconcileAddresses(tx, source, facts, host, created);
   const services = await reconcileServices(tx, source, facts, host, created);
+  const certificates = await reconcileCertificates(tx, source, facts, host);
   // What a host page shows of the addresses, MACs and services just changed, stored on their hosts:
-  // a new host's from the rows just inserted (all it has), the others' recomputed from their rows.
+  // a new host's from the rows just inserted (all it has), the others' recomputed from their rows;
+  // and the state of the certificates of those hosts and of every host a certificate was written for.
   await storeNewHostSummaries(tx, source.organisationId, newHostSummaries(created, addresses.fresh, services.fresh));
-  await refreshHostSummaries(tx, source.organisationId, [...addresses.summaryHostIds, ...services.changedHostIds].filter((id) => !created.has(id)));
+  await refreshHostSummaries(tx, source.organisationId, [...addresses.summaryHostIds, ...services.changedHostIds].filter((id) => !created.has(id)), certificates.writtenHostIds);
   const steps: Step[] = [
     hosts,
     addresses,
     services,
-    await reconcileCertificates(tx, source, facts, host),
+    certificates,
     await reconcileNeighbours(tx, source, facts, host),
     await reconcileVlans(tx, source, facts, host),
     await reconcilePlatformCpes(tx, source, facts, host),
@@ -247,8 +249,12 @@ async function reconcileServices(tx: Kysely<DB>, s: Source, f: Facts, host: Host
   return { unchanged: unchangedRows(f.ports, ofRow, changed) + unchangedRows(f.services, ofRow, changed), changedHostIds: hostsOf(changed), fresh };
 }
 
-/** Certificates, read from their chain when there is one (subject, validity, trust), else from the dates given. */
-async function reconcileCertificates(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step> {
+/**
+ * Certificates, read from their chain when there is one (subject, validity, trust), else from the
+ * dates given. `writtenHostIds`: the hosts of every certificate inserted, changed or seen again (a
+ * later last-seen may replace another certificate of its endpoint).
+ */
+async function reconcileCertificates(tx: Kysely<DB>, s: Source, f: Facts, host: HostOf): Promise<Step & { writtenHostIds: string[] }> {
   const now = new Date();
   const key = (hostId: string, port: number, sha256: string) => `${hostId}|${port}|${sha256}`;
   const rows = mergeBy(
@@ -264,8 +270,9 @@ async function reconcileCertificates(tx: Kysely<DB>, s: Source, f: Facts, host: 
     }),
     (c) => key(c.hostId, c.port, c.sha256),
   );
-  const changed = changedKeys(await repo.upsertCertificates(tx, s.organisationId, s.since, rows), (r) => key(r.host_id, r.port, r.sha256));
-  return step(f.certificates, (x) => key(host(x.fingerprint), x.port, x.sha256), changed);
+  const written = await repo.upsertCertificates(tx, s.organisationId, s.since, rows);
+  const changed = changedKeys(written, (r) => key(r.host_id, r.port, r.sha256));
+  return { ...step(f.certificates, (x) => key(host(x.fingerprint), x.port, x.sha256), changed), writtenHostIds: [...new Set(written.map((r) => r.host_id))] };
 }
 
 /** Neighbours seen over LLDP or CDP, one row per (host, local interface, remote chassis). */

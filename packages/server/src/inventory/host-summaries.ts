@@ -9,6 +9,9 @@ import type { DB } from '../db/schema.js';
 // than a trigger because the writers already know which hosts changed (a rescan that changes
 // nothing refreshes nothing, where a trigger would see every last-seen refresh), and because
 // statement triggers with transition tables do not run on Citus-distributed tables (docs/citus.md).
+// The same for what a certificates page shows of a certificate's other rows: its state (migration
+// 0045), which the view certificate_states computes from the certificates of its endpoint and the
+// services of its host.
 
 /** The stored columns, computed from scratch from the rows of host `h`. */
 const computedSummary = (h: string) => {
@@ -24,16 +27,19 @@ const computedSummary = (h: string) => {
 };
 
 /**
- * Recomputes the stored page columns of these hosts of the organisation from their rows, in the
- * caller's transaction: one statement for the whole set (absent ids are skipped, an unchanged host
- * is not rewritten). Call it after the writes, with every host whose addresses, interface MACs or
- * services changed (a host given needlessly costs one recomputation, nothing else).
+ * Recomputes the stored page columns of these hosts of the organisation from their rows, and the
+ * stored state of their certificates and of those of `certificateHostIds` (hosts whose certificates
+ * were written), in the caller's transaction: one statement for each (absent ids are skipped, an
+ * unchanged row is not rewritten). Call it after the writes, with every host whose addresses,
+ * interface MACs or services changed, and every host a certificate was written or seen for (a host
+ * given needlessly costs one recomputation, nothing else).
  */
-export async function refreshHostSummaries(db: Kysely<DB>, organisationId: string, hostIds: readonly string[]): Promise<void> {
-  if (hostIds.length === 0) return;
+export async function refreshHostSummaries(db: Kysely<DB>, organisationId: string, hostIds: readonly string[], certificateHostIds: readonly string[] = []): Promise<void> {
   const ids = [...new Set(hostIds)].sort();
-  // Locked first, in id order, in a statement of its own: the update below then takes its
-  // snapshot after any other transaction refreshing the same hosts has committed, so it counts
+  const all = [...new Set([...ids, ...certificateHostIds])].sort();
+  if (all.length === 0) return;
+  // Locked first, in id order, in a statement of its own: the updates below then take their
+  // snapshots after any other transaction refreshing the same hosts has committed, so they count
   // that transaction's rows too. (Within one statement a row lock waited for does not renew the
   // subqueries' snapshot: the later writer would store a summary without the earlier one's rows.)
   // NO KEY UPDATE, the lock the update takes anyway: a FOR UPDATE would also wait for the KEY SHARE
@@ -41,16 +47,24 @@ export async function refreshHostSummaries(db: Kysely<DB>, organisationId: strin
   // each batch waiting for the other.
   // Each id in turn (sorted above) probes the primary key: `id = any(...) order by id` read the
   // organisation's hosts in key order, filtering by the ids, a scan growing with the inventory.
-  await sql`select 1 from unnest(${ids}::uuid[]) as v(id) cross join lateral (select 1 from hosts where organisation_id = ${organisationId} and id = v.id for no key update) h`.execute(db);
-  const c = computedSummary('h');
+  await sql`select 1 from unnest(${all}::uuid[]) as v(id) cross join lateral (select 1 from hosts where organisation_id = ${organisationId} and id = v.id for no key update) h`.execute(db);
+  if (ids.length > 0) {
+    const c = computedSummary('h');
+    await sql`
+      update hosts t set addresses = v.addresses, macs = v.macs, open_port_count = v.open_port_count
+      from (
+        select h.id, ${c.addresses} as addresses, ${c.macs} as macs, ${c.openPortCount} as open_port_count
+        from hosts h where h.organisation_id = ${organisationId} and h.id = any(${ids}::uuid[])
+      ) v
+      where t.organisation_id = ${organisationId} and t.id = v.id
+        and (t.addresses, t.macs, t.open_port_count) is distinct from (v.addresses, v.macs, v.open_port_count)`.execute(db);
+  }
+  // The state as the view defines it, for the certificates of these hosts (their host index).
   await sql`
-    update hosts t set addresses = v.addresses, macs = v.macs, open_port_count = v.open_port_count
-    from (
-      select h.id, ${c.addresses} as addresses, ${c.macs} as macs, ${c.openPortCount} as open_port_count
-      from hosts h where h.organisation_id = ${organisationId} and h.id = any(${ids}::uuid[])
-    ) v
-    where t.organisation_id = ${organisationId} and t.id = v.id
-      and (t.addresses, t.macs, t.open_port_count) is distinct from (v.addresses, v.macs, v.open_port_count)`.execute(db);
+    update certificates t set state = v.state
+    from certificate_states v
+    where t.organisation_id = ${organisationId} and t.host_id = any(${all}::uuid[])
+      and v.organisation_id = t.organisation_id and v.id = t.id and t.state <> v.state`.execute(db);
 }
 
 /** What a new host's page shows, from the rows just written for it: addresses and MACs as written (any order, repeats allowed). */

@@ -10,7 +10,7 @@ export const EXPIRY_THRESHOLDS_DAYS = [30, 14, 7, 1, 0] as const;
  * announced, once per certificate and threshold. A certificate first seen past several thresholds
  * (e.g. 5 days left) is announced once, at the smallest one crossed (7), and the larger ones count
  * as announced: one alert, not three. Only current certificates are considered (view
- * `certificate_states`, the overview's definition): one replaced by a later certificate on the
+ * `certificate_states`, the overview's definition, stored on the row): one replaced by a later certificate on the
  * same endpoint, or whose service is gone, is not announced.
  * Severity: 30 and 14 days info, 7 and 1 warning, expired critical.
  */
@@ -22,7 +22,7 @@ export async function announceExpiringCertificates(db: Kysely<DB>, organisationI
       from certificates c
       where c.organisation_id = ${organisationId} and c.not_after <= ${at}::timestamptz + make_interval(days => ${EXPIRY_THRESHOLDS_DAYS[0]})
         and (c.expiry_notified_days is null or c.expiry_notified_days > 0)
-        and exists (select 1 from certificate_states cs where cs.organisation_id = c.organisation_id and cs.id = c.id and cs.state = 'current')
+        and c.state = 'current'
     ), due as (
       select * from candidates where expiry_notified_days is null or threshold < expiry_notified_days
     ), marked as (

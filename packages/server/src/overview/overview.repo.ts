@@ -9,7 +9,7 @@ export type CertificateWindows = { expired: number; '1d': number; '7d': number; 
 /**
  * Current certificates per expiry window (decisions.md): each window counts those whose notAfter
  * falls within it, cumulative and not yet expired; expired counts those already past. Only the
- * certificates their endpoints present now (view `certificate_states`, state `current`): a
+ * certificates their endpoints present now (state `current`, view `certificate_states`, stored on the row): a
  * certificate replaced on its endpoint, or whose service is gone, needs no attention, and
  * `tls.expiring` does not announce it either. One query over the certificates ending within 30
  * days. The metrics and the overview both read this.
@@ -23,7 +23,7 @@ export async function certificatesExpiring(db: Db, organisationId: string, now: 
            count(*) filter (where not_after > ${now} and not_after <= ${now}::timestamptz + interval '30 days')::int as d30
     from certificates c
     where c.organisation_id = ${organisationId} and c.not_after <= ${now}::timestamptz + interval '30 days'
-      and exists (select 1 from certificate_states cs where cs.organisation_id = c.organisation_id and cs.id = c.id and cs.state = 'current')`.execute(db);
+      and c.state = 'current'`.execute(db);
   const c = r.rows[0]!;
   return { expired: c.expired, '1d': c.d1, '7d': c.d7, '14d': c.d14, '30d': c.d30 };
 }
