@@ -98,7 +98,13 @@ const AFTER_PROFILE = [
   "answer) where its own SQL's baseline makes two; the JavaScript left (pg's row parsing 9 %, the writer, the hooks, the",
   "cursor's HMAC) is a few percent each. Over PostgreSQL's Unix socket instead (`BENCH_DATABASE_URL=postgres://postgres@%2Fvar%2Frun%2Fpostgresql/postgres`,",
   "for the server and the baselines alike; one run, 17:32 UTC): the API 1,516 req/s (+13 %), its own SQL 3,359 q/s (+47 %), the bare",
-  "select 4,112 q/s: **0.37×** and **0.45×**. The socket's cost falls on both sides, more on the SQL's, so the ratio is not the way there.",
+  "select 4,112 q/s: **0.37×** and **0.45×**. The socket's cost falls on both sides, more on the SQL's, so the ratio is not the way there.",  "Tried and not kept (2026-11-27, 22:10 UTC, idle machine): PostgreSQL writing the page's JSON text (`row_to_json` of the contract's",
+  "columns joined by commas, with the last item's position and the rows read: one row of three values, the web process only",
+  "wrapping it). The web process's CPU fell from 411 to 298 µs a request, and the API reached **0.61×** its own SQL, but only",
+  "because that SQL got dearer: 2,658 q/s against 2,871 for the rows of values in the same run (its client decoding one value,",
+  "not 870, so PostgreSQL's own cost rose more than the 8 % shown), and the API stayed where it was against the bare select",
+  "(0.44×; 0.46× in the run before). It moves work from the web processes, which scale out behind nginx, to PostgreSQL, which",
+  "does not: the target met that way would not be a faster page. The rows of values stay.",
 ];
 const say = (line = '') => {
   console.log(line);
