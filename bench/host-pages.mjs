@@ -4,7 +4,8 @@
 // Generates, once, 100,000 hosts in one organisation (4 sites, 5% gone, 2-4 addresses each, a third
 // with two MAC-carrying interfaces, 4 services each of which about 3 open; certificates on port 443
 // of every tenth host whose service there is gone, and of every tenth other host one presented now
-// and two it rotated out earlier) in the schema `bench_host_pages`, starts `surveyor serve` on it (a child process),
+// and two it rotated out earlier; one host in a hundred listed by a cloud account with 443 open to
+// the internet) in the schema `bench_host_pages`, starts `surveyor serve` on it (a child process),
 // and measures in the same run, each at BENCH_CONNECTIONS (20) concurrent clients from a separate
 // thread:
 //   1. GET /api/v1/hosts?limit=50 through HTTP;
@@ -126,10 +127,13 @@ async function timeIt(fn, runs) {
 // organisation of 100,000 hosts row by row through its cascades takes many minutes).
 const setup = new pg.Client({ connectionString: URL_ });
 await setup.connect();
+const CERTIFICATES = (HOSTS / 10) * 4; // every tenth host one (gone), every tenth other three (one current, two replaced)
+const PUBLIC = HOSTS / 100; // the instances a cloud account lists, each with a public address and 443 open to the internet
 const kept = await setup
-  .query(`select count(*)::int as n from ${SCHEMA}.host_fingerprints f join ${SCHEMA}.organisations o on o.id = f.organisation_id and o.name = 'bench'`)
-  .then((r) => r.rows[0].n, () => -1);
-if (kept !== HOSTS) await setup.query(`drop schema if exists ${SCHEMA} cascade`);
+  .query(`select (select count(*) from ${SCHEMA}.host_fingerprints)::int as hosts, (select count(*) from ${SCHEMA}.certificates)::int as certificates,
+            (select count(*) from ${SCHEMA}.cloud_resources where cardinality(public_addresses) > 0)::int as public`)
+  .then((r) => r.rows[0], () => null);
+if (kept?.hosts !== HOSTS || kept.certificates !== CERTIFICATES || kept.public !== PUBLIC) await setup.query(`drop schema if exists ${SCHEMA} cascade`);
 await setup.query(`create schema if not exists ${SCHEMA}`);
 await setup.end();
 const database = await openDatabase({ url: URL_, poolMax: 4, searchPath: SCHEMA });
@@ -138,15 +142,8 @@ const db = database.db;
 
 // --- data --------------------------------------------------------------------------------------
 let org = await db.selectFrom('organisations').select('id').where('name', '=', 'bench').executeTakeFirst();
-const CERTIFICATES = (HOSTS / 10) * 4; // every tenth host one (gone), every tenth other three (one current, two replaced)
 const present = org ? Number((await sql`select count(*) as n from host_fingerprints where organisation_id = ${org.id}`.execute(db)).rows[0].n) : 0;
-const presentCertificates = org ? Number((await sql`select count(*) as n from certificates where organisation_id = ${org.id}`.execute(db)).rows[0].n) : 0;
-if (org && (present !== HOSTS || presentCertificates !== CERTIFICATES)) {
-  // A dataset of another shape (an earlier version of this bench): made again.
-  await sql`delete from organisations where id = ${org.id}`.execute(db);
-  org = undefined;
-}
-if (!org) {
+if (!org || present !== HOSTS) {
   console.log(`generating ${HOSTS} hosts with addresses, interfaces, services and certificates (once; kept in schema ${SCHEMA})…`);
   const t0 = Date.now();
   const created = await admin.createOrganisation(db, { type: 'cli' }, { name: 'bench', ownerEmail: 'bench@bench.test' });
@@ -158,11 +155,12 @@ if (!org) {
       'host-' || lpad(g::text, 6, '0'), 'host-' || lpad(g::text, 6, '0') || '.bench.example', (array['Dell', 'HP', 'Cisco', null])[1 + g % 4], 'Linux', now(), now()
     from generate_series(1, ${HOSTS}) g`.execute(db);
   await sql`update hosts set gone_at = now() where organisation_id = ${o} and seq % 20 = 0`.execute(db);
-  // Every host a daemon's (its fingerprint bound); one in a hundred also listed by a cloud account.
+  // Every host a daemon's (its fingerprint bound); one in a hundred also listed by a cloud account, a public address and 443 open to the internet.
   await sql`insert into host_fingerprints (organisation_id, fingerprint, host_id) select organisation_id, fingerprint, id from hosts where organisation_id = ${o}`.execute(db);
   await sql`insert into cloud_accounts (organisation_id, kind, name, credentials_sealed) values (${o}, 'aws', 'bench', 'x')`.execute(db);
-  await sql`insert into cloud_resources (organisation_id, account_id, provider_id, kind, host_id, content_hash)
-    select h.organisation_id, a.id, 'i-' || h.seq, 'instance', h.id, md5(h.id::text)
+  await sql`insert into cloud_resources (organisation_id, account_id, provider_id, kind, host_id, content_hash, public_addresses, inbound)
+    select h.organisation_id, a.id, 'i-' || h.seq, 'instance', h.id, md5(h.id::text), array['198.51.100.0'::inet + h.seq],
+      '[{"groupId": "sg-web", "protocol": "tcp", "fromPort": 443, "toPort": 443, "cidrs": ["0.0.0.0/0"]}]'::jsonb
     from hosts h join cloud_accounts a on a.organisation_id = h.organisation_id where h.organisation_id = ${o} and h.seq % 100 = 7`.execute(db);
   // 2 to 4 addresses a host, the first carrying the host's MAC.
   const mac = (expr) => sql.raw(`lpad(to_hex(${expr}), 12, '0')::macaddr`);
@@ -212,6 +210,11 @@ async function capture(run) {
 const page = (after = 0) => ({ organisationId, after, take: 51 });
 const hostSql = (await capture((d) => repo.listHosts(d, page(), {}))).at(-1);
 const serviceSql = (await capture((d) => repo.listServices(d, page(), {}))).at(-1);
+// The same page as it was before migration 0046: the exposure computed for every row read.
+const VIEW_EXPOSURE = `(case when services.state = 'open' and services.gone_at is null
+  and (select true from cloud_resources c where c.organisation_id = services.organisation_id and c.host_id = services.host_id and c.gone_at is null limit 1)
+  then (select e.via from service_exposure e where e.organisation_id = services.organisation_id and e.service_id = services.id) end)`;
+const serviceViewSql = serviceSql.sql.includes('service_exposure') ? serviceSql : { sql: serviceSql.sql.replace('"exposed_via"', `${VIEW_EXPOSURE} as "exposed_via"`), parameters: serviceSql.parameters };
 const certificateSql = (await capture((d) => repo.listCertificates(d, page(), {}))).at(-1);
 const certificateCurrentSql = (await capture((d) => repo.listCertificates(d, page(), { current: true }))).at(-1);
 // The same page as it was before migration 0045: the state looked up in the view for every row read.
@@ -264,7 +267,7 @@ function rate(mode, q, seconds, name) {
 const ROUNDS = 3;
 const paths = {
   api: ['api'], hostSql: ['sql', hostSql], hostBare: ['sql', hostBare], hostComputed: ['sql', hostComputedSql],
-  serviceSql: ['sql', serviceSql], serviceBare: ['sql', serviceBare], certificateSql: ['sql', certificateSql], certificateBare: ['sql', certificateBare],
+  serviceSql: ['sql', serviceSql], serviceBare: ['sql', serviceBare], serviceView: ['sql', serviceViewSql], certificateSql: ['sql', certificateSql], certificateBare: ['sql', certificateBare],
   certificateCurrentSql: ['sql', certificateCurrentSql], certificateCurrentViewSql: ['sql', certificateCurrentViewSql],
 };
 const samples = Object.fromEntries(Object.keys(paths).map((k) => [k, []]));
@@ -283,7 +286,7 @@ for (let round = 0; round < ROUNDS; round++) {
   }
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const [apiRps, hostSqlQps, hostBareQps, hostComputedQps, serviceSqlQps, serviceBareQps, certificateSqlQps, certificateBareQps, certificateCurrentQps, certificateCurrentViewQps] = Object.keys(paths).map((k) => median(samples[k]));
+const [apiRps, hostSqlQps, hostBareQps, hostComputedQps, serviceSqlQps, serviceBareQps, serviceViewQps, certificateSqlQps, certificateBareQps, certificateCurrentQps, certificateCurrentViewQps] = Object.keys(paths).map((k) => median(samples[k]));
 serve.child.kill('SIGTERM');
 
 // --- keyset depth ---------------------------------------------------------------------------------
@@ -319,6 +322,7 @@ for (const [name, f] of filters) {
 
 for (const [name, run] of [
   ['services page', (d) => repo.listServices(d, page(), {})],
+  ['services page, exposed=true', (d) => repo.listServices(d, page(), { exposed: 'true' })],
   ['certificates page', (d) => repo.listCertificates(d, page(), {})],
   ['certificates page, current=true (the console\'s default)', (d) => repo.listCertificates(d, page(), { current: true })],
   ['certificates page, current=false', (d) => repo.listCertificates(d, page(), { current: false })],
@@ -343,7 +347,7 @@ say('## Host pages (issue 30)');
 say();
 say(`\`npm run bench:host-pages\` on ${version}, ${cpus().length} cores (${cpus()[0].model.trim()}), ${new Date().toISOString().slice(0, 10)}: ${HOSTS.toLocaleString('en')} hosts in one organisation`);
 say(`(2-4 addresses each, a third with two MAC-carrying interfaces, 4 services each; ${CERTIFICATES.toLocaleString('en')} certificates: on every tenth host one whose service is gone,`);
-say('on every tenth other host the one it presents and two it replaced), first page of 50,');
+say('on every tenth other host the one it presents and two it replaced; one host in a hundred listed by a cloud account, its 443 open to the internet), first page of 50,');
 say(`${CONNECTIONS} concurrent clients from a separate thread, the server a child \`surveyor serve\` (pool ${CONNECTIONS}); each path in turn, ${ROUNDS} rounds of ${(SECONDS / ROUNDS).toFixed(0)} s, the median.`);
 say('Baselines in the same run: the page\'s own SQL sent directly through `pg`, and a bare `SELECT` of the same columns and rows');
 say('(the 51 rows by the page index, columns as stored, timestamps unformatted, no per-row work). Both SQL rows take the values as');
@@ -357,6 +361,7 @@ say(`| bare select of hosts | ${hostBareQps.toFixed(0)} q | 1.00 | |`);
 say(`| hosts page SQL before migration 0038 (addresses, MACs, open ports computed per host) | ${hostComputedQps.toFixed(0)} q | ${r(hostComputedQps, hostBareQps)} | |`);
 say(`| services page SQL through pg | ${serviceSqlQps.toFixed(0)} q | ${r(serviceSqlQps, serviceBareQps)} | |`);
 say(`| bare select of services | ${serviceBareQps.toFixed(0)} q | 1.00 | |`);
+say(`| services page SQL before migration 0046 (the exposure computed for every row read) | ${serviceViewQps.toFixed(0)} q | ${r(serviceViewQps, serviceBareQps)} | |`);
 say(`| certificates page SQL through pg | ${certificateSqlQps.toFixed(0)} q | ${r(certificateSqlQps, certificateBareQps)} | |`);
 say(`| bare select of certificates | ${certificateBareQps.toFixed(0)} q | 1.00 | |`);
 say(`| certificates page SQL, current=true (the console's default) | ${certificateCurrentQps.toFixed(0)} q | ${r(certificateCurrentQps, certificateBareQps)} | |`);
@@ -369,9 +374,11 @@ say();
 say('Since migration 0038 a host row stores what its page shows of its other rows (`addresses`, `macs`, `open_port_count`), written');
 say('by the writers of those rows in their transactions, one statement per batch for the hosts they changed (reconciliation of');
 say('daemon batches and cloud syncs, a completed scan\'s absence marking, host merges: `inventory/host-summaries.ts`): the page is');
-say('one range scan of the page index with no per-row work. The services page asks the exposure view only for a service open,');
-say('present and on a host a cloud account lists (one probe of `cloud_resources` per row; before, the view re-read every service');
-say('by its key: 301 buffer reads a page, now 125). Since migration 0045 a certificate stores its state (`current`, `replaced`, `gone`: the');
+say('one range scan of the page index with no per-row work. Since migration 0046 a service stores its exposure (`exposed_via`: the');
+say('view `service_exposure` computes it from the service and the cloud resources of its host), written by the same writers and by');
+say('a cloud sync for the hosts of the resources it writes or marks gone (and an account\'s removal), where the page probed');
+say('`cloud_resources` for every open service it listed and asked the view for those on a listed host (125 buffer reads a page;');
+say('301 before that probe). The filter `exposed=true` pages over a partial index in page order (`services_exposed_page_idx`). Since migration 0045 a certificate stores its state (`current`, `replaced`, `gone`: the');
 say('view `certificate_states` computes it from the other certificates of its endpoint and the services of its host), written with the');
 say('host\'s page columns by the same writers for the hosts whose certificates or services they wrote; the filter `current` (true by');
 say('default in the console) pages over one of two partial indexes in page order (`certificates_current_page_idx`, `certificates_past_page_idx`),');

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { HTTPMethods, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -282,6 +284,84 @@ describe('internet exposure and provenance', () => {
     const bySource = async (source: string) => (await call(s, 'GET', `/api/v1/hosts?source=${source}&limit=100`)).json().data.length;
     expect([await bySource('cloud'), await bySource('daemon')]).toEqual([12, 2]);
     expect((await call(s, 'GET', '/api/v1/hosts?source=cloud&search=host-1&limit=100')).json().data.map((h: { hostname: string }) => h.hostname).sort()).toEqual(['host-1', 'host-10', 'host-11']);
+  });
+});
+
+describe('internet exposure stored on the service (migration 0046)', () => {
+  /** The organisation's services whose stored exposure differs from the view's (none, when right), and the exposed ones. */
+  async function exposure(o: string) {
+    const rows = (
+      await sql<{ id: string; stored: string | null; computed: string | null }>`
+        select s.id, s.exposed_via as stored, (select e.via from service_exposure e where e.organisation_id = s.organisation_id and e.service_id = s.id) as computed
+        from services s where s.organisation_id = ${o}`.execute(t.database.db)
+    ).rows;
+    return { drift: rows.filter((r) => r.stored !== r.computed), exposed: rows.filter((r) => r.stored !== null).length };
+  }
+
+  it('follows every write it depends on: a sync that lists it, a security group that stops admitting the port, the group back, the service gone, the instance gone, the account removed', async () => {
+    const { org, s, site } = await newOrg();
+    const o = org.organisationId;
+    // host-0's address seen by a daemon with 443 and 22 open: the daemon's and the cloud's host are one.
+    const daemon = { kind: 'daemon' as const, organisationId: o, siteId: site, since: new Date(), daemonId: '00000000-0000-4000-8000-000000000002' };
+    const see = (ports: number[], since = new Date()) =>
+      t.database.db.transaction().execute((trx) =>
+        reconcile(trx, { ...daemon, since }, {
+          hosts: [{ fingerprint: 'd-0' }], addresses: [{ fingerprint: 'd-0', address: '10.0.0.10' }],
+          ports: ports.map((port) => ({ fingerprint: 'd-0', address: '10.0.0.10', protocol: 'tcp', port, state: 'open' })),
+          services: [], certificates: [], neighbours: [], vlans: [], routes: [], lagGroups: [],
+        }),
+      );
+    await see([443, 22]);
+    const id = await awsAccount(s, site);
+    const sync = async () => expect((await call(s, 'POST', `${CLOUD}/${id}/sync`)).json()).toMatchObject({ status: 'ok' });
+    const steps: [string, () => Promise<unknown>, number][] = [
+      ['the first sync', sync, 1],
+      ['the web group no longer open to the internet', async () => {
+        for (const g of aws.state.securityGroups) if (g.name === 'web') g.inbound = [{ ...g.inbound[0]!, cidrs: ['192.0.2.0/24'], ipv6Cidrs: [] }];
+        await sync();
+      }, 0],
+      ['open again', async () => {
+        for (const g of aws.state.securityGroups) if (g.name === 'web') g.inbound = [{ ...g.inbound[0]!, cidrs: ['0.0.0.0/0'], ipv6Cidrs: ['::/0'] }];
+        await sync();
+      }, 1],
+      ['443 closed on the host', () => t.database.db.transaction().execute((trx) =>
+        reconcile(trx, daemon, {
+          hosts: [{ fingerprint: 'd-0' }], addresses: [], ports: [{ fingerprint: 'd-0', address: '10.0.0.10', protocol: 'tcp', port: 443, state: 'closed' }],
+          services: [], certificates: [], neighbours: [], vlans: [], routes: [], lagGroups: [],
+        })), 0],
+      ['443 open again', () => see([443]), 1],
+      ['the instance no longer listed', async () => {
+        aws.state.instances = aws.state.instances.filter((i) => i.tags.Name !== 'host-0');
+        await sync();
+      }, 0],
+      ['listed again', async () => {
+        Object.assign(aws.state, generateAwsState({ instances: 12 }));
+        await sync();
+      }, 1],
+      ['the account removed', async () => expect((await call(s, 'DELETE', `${CLOUD}/${id}`)).statusCode).toBe(204), 0],
+    ];
+    for (const [name, step, exposed] of steps) {
+      await step();
+      expect(await exposure(o), name).toEqual({ drift: [], exposed });
+    }
+  });
+
+  it('the backfill of migration 0046 stores what the view computes', async () => {
+    const { org, s, site } = await newOrg();
+    const o = org.organisationId;
+    await t.database.db.transaction().execute((trx) =>
+      reconcile(trx, { kind: 'daemon', organisationId: o, siteId: site, since: new Date(), daemonId: '00000000-0000-4000-8000-000000000002' }, {
+        hosts: [{ fingerprint: 'd-0' }], addresses: [{ fingerprint: 'd-0', address: '10.0.0.10' }],
+        ports: [{ fingerprint: 'd-0', address: '10.0.0.10', protocol: 'tcp', port: 443, state: 'open' }],
+        services: [], certificates: [], neighbours: [], vlans: [], routes: [], lagGroups: [],
+      }),
+    );
+    await call(s, 'POST', `${CLOUD}/${await awsAccount(s, site)}/sync`);
+    await sql`update services set exposed_via = null where organisation_id = ${o}`.execute(t.database.db);
+    expect((await exposure(o)).drift).toHaveLength(1);
+    const file = readFileSync(fileURLToPath(new URL('../migrations/0046_service_exposed_via_column.sql', import.meta.url)), 'utf8');
+    await sql.raw(/^UPDATE services s SET[\s\S]*?;$/m.exec(file)![0]).execute(t.database.db);
+    expect(await exposure(o)).toEqual({ drift: [], exposed: 1 });
   });
 });
 

@@ -8,6 +8,7 @@ import type { DB } from '../db/schema.js';
 import { rfc3339 } from '../db/sql.js';
 import { AppError } from '../errors.js';
 import { logChanges } from '../events/changes.js';
+import { refreshHostSummaries } from '../inventory/host-summaries.js';
 import { markHostsGone } from './cloud.repo.js';
 
 // Cloud accounts (Settings → Cloud accounts): their settings, their sealed credentials, their last
@@ -216,6 +217,8 @@ export async function deleteAccount(db: Kysely<DB>, actor: OrgActor, id: string)
     // What only this account listed is gone with it (a host a daemon saw, or another account lists, stays).
     const gone = await markHostsGone(trx, organisationId, hosts.rows.map((r) => r.host_id));
     await logChanges(trx, organisationId, 'host', gone, 'updated');
+    // Their services are no longer exposed through the account's resources.
+    await refreshHostSummaries(trx, organisationId, [], hosts.rows.map((r) => r.host_id));
     await recordAudit(trx, actor, { organisationId, action: 'cloud_account.deleted', targetType: 'cloud_account', targetId: id, changes: { name: old.name, kind: old.kind } });
   });
 }

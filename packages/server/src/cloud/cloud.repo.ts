@@ -33,18 +33,31 @@ export interface ResourceValues {
   content_hash: string;
 }
 
-/** Writes resources new or changed (one statement, from one JSON document); a gone one listed again is back. */
-export async function upsertResources(db: Kysely<DB>, org: string, accountId: string, values: ResourceValues[]): Promise<void> {
-  if (values.length === 0) return;
-  await sql`
-    insert into cloud_resources (organisation_id, account_id, provider_id, kind, host_id, name, state, location, public_addresses, labels, data, inbound, ports, content_hash)
-    select ${org}, ${accountId}, v.provider_id, v.kind, v.host_id, v.name, v.state, v.location, array(select jsonb_array_elements_text(v.public_addresses))::inet[],
-           v.labels, v.data, v.inbound, v.ports, v.content_hash
-    from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as v(provider_id text, kind text, host_id uuid, name text, state text, location text, public_addresses jsonb,
-                                                                   labels jsonb, data jsonb, inbound jsonb, ports jsonb, content_hash text)
-    on conflict (organisation_id, account_id, provider_id) do update set
-      kind = excluded.kind, host_id = excluded.host_id, name = excluded.name, state = excluded.state, location = excluded.location, public_addresses = excluded.public_addresses,
-      labels = excluded.labels, data = excluded.data, inbound = excluded.inbound, ports = excluded.ports, content_hash = excluded.content_hash, last_seen_at = now(), gone_at = null`.execute(db);
+/**
+ * Writes resources new or changed (one statement, from one JSON document); a gone one listed again
+ * is back. Returns the hosts they are, and were before (a resource may move to another host):
+ * those whose services' exposure may have changed.
+ */
+export async function upsertResources(db: Kysely<DB>, org: string, accountId: string, values: ResourceValues[]): Promise<string[]> {
+  if (values.length === 0) return [];
+  const r = await sql<{ host_id: string }>`
+    with v as (
+      select * from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as v(provider_id text, kind text, host_id uuid, name text, state text, location text, public_addresses jsonb,
+                                                                               labels jsonb, data jsonb, inbound jsonb, ports jsonb, content_hash text)
+    ), before as (
+      select c.host_id from cloud_resources c join v on c.organisation_id = ${org} and c.account_id = ${accountId} and c.provider_id = v.provider_id
+    ), up as (
+      insert into cloud_resources (organisation_id, account_id, provider_id, kind, host_id, name, state, location, public_addresses, labels, data, inbound, ports, content_hash)
+      select ${org}, ${accountId}, v.provider_id, v.kind, v.host_id, v.name, v.state, v.location, array(select jsonb_array_elements_text(v.public_addresses))::inet[],
+             v.labels, v.data, v.inbound, v.ports, v.content_hash
+      from v
+      on conflict (organisation_id, account_id, provider_id) do update set
+        kind = excluded.kind, host_id = excluded.host_id, name = excluded.name, state = excluded.state, location = excluded.location, public_addresses = excluded.public_addresses,
+        labels = excluded.labels, data = excluded.data, inbound = excluded.inbound, ports = excluded.ports, content_hash = excluded.content_hash, last_seen_at = now(), gone_at = null
+      returning host_id
+    )
+    select host_id from before where host_id is not null union select host_id from up where host_id is not null`.execute(db);
+  return r.rows.map((x) => x.host_id);
 }
 
 /** Marks resources no longer listed gone; returns the hosts they were. */

@@ -3,6 +3,7 @@ import { parseCidr } from '@surveyor/contract';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { logChanges } from '../events/changes.js';
+import { refreshHostSummaries } from '../inventory/host-summaries.js';
 import { insertNetwork } from '../inventory/inventory.repo.js';
 import type { Facts } from '../ingest/facts.js';
 import { type CloudSource, reconcile } from '../ingest/reconcile.js';
@@ -234,7 +235,8 @@ async function writeChunk(db: Kysely<DB>, account: OpenedAccount, rows: Resource
       provider_id: r.providerId, kind: r.kind, host_id: r.machine && isHost(r.machine) ? (hostOf.get(fingerprintOf(account, r.providerId)) ?? null) : null, name: r.name, state: r.state, location: r.location,
       public_addresses: r.publicAddresses, labels: r.labels, data: r.data, inbound: r.inbound, ports: r.ports, content_hash: r.hash,
     }));
-    await repo.upsertResources(trx, org, account.id, values);
+    // The exposure of the services of the hosts these resources are, or were, stored on them.
+    await refreshHostSummaries(trx, org, [], await repo.upsertResources(trx, org, account.id, values));
     // A VPC or subnet first listed becomes a network of the account's site (unscheduled: scanning it
     // stays the operator's choice); a CIDR the organisation already has is left as it is, and one
     // the operator deleted is not made again (only a resource new to the account creates one).
@@ -262,6 +264,8 @@ async function markGone(db: Kysely<DB>, account: OpenedAccount, providerIds: str
     if (candidates.length === 0) return;
     const ids = await repo.markHostsGone(trx, org, candidates);
     await logChanges(trx, org, 'host', ids, 'updated');
+    // Their services are no longer exposed through the resources gone.
+    await refreshHostSummaries(trx, org, [], candidates);
     if (ids.length > 0) await markTopologiesStale(trx, org, { hostIds: ids, serviceIds: [] });
   });
 }

@@ -296,6 +296,8 @@ export interface ServicesTable {
   first_seen_at: Timestamp;
   last_seen_at: Timestamp;
   gone_at: NullableTimestamp;
+  /** Why the internet reaches it (view service_exposure), or null; stored by its writers (migration 0046). */
+  exposed_via: string | null;
   created_at: Created;
   updated_at: Timestamp;
 }

@@ -13,8 +13,6 @@ export interface FindingFilters {
   exposed?: boolean | undefined;
 }
 
-/** Why the internet reaches the finding's service (the view service_exposure), for `v`. */
-const exposure = sql`left join lateral (select e.via from service_exposure e where e.organisation_id = v.organisation_id and e.service_id = v.service_id) x on true`;
 
 /** critical 4 … none 0: the order of the list. */
 export const rank = (col: RawBuilder<unknown>) => sql`case ${col} when 'critical' then 4 when 'high' then 3 when 'medium' then 2 when 'low' then 1 else 0 end`;
@@ -34,7 +32,7 @@ function where(organisationId: string, f: FindingFilters) {
   const parts = [sql`v.organisation_id = ${organisationId}`, sql`v.state = any(${[...f.states]}::text[])`];
   if (f.severity) parts.push(sql`v.severity = ${f.severity}`);
   if (f.cveId) parts.push(sql`v.cve_id = ${f.cveId}`);
-  if (f.exposed !== undefined) parts.push(sql`x.via is ${f.exposed ? sql`not null` : sql`null`}`);
+  if (f.exposed !== undefined) parts.push(sql`s.exposed_via is ${f.exposed ? sql`not null` : sql`null`}`);
   if (f.search) {
     const literal = f.search.replace(/[\\%_]/g, (c) => `\\${c}`);
     const like = `%${literal}%`;
@@ -46,12 +44,13 @@ function where(organisationId: string, f: FindingFilters) {
   return sql.join(parts, sql` and `);
 }
 
-/** The findings with their host and service; with their exposure (`x.via`) when the list shows it or the filters ask for it. */
-const fromFor = (exposed: boolean) => sql`vulnerabilities v
+/**
+ * The findings with their host and service, and the service's exposure (`s.exposed_via`: why the
+ * internet reaches it, the view service_exposure stored on the service, migration 0046).
+ */
+const from = sql`vulnerabilities v
   join hosts h on h.organisation_id = v.organisation_id and h.id = v.host_id
-  join services s on s.organisation_id = v.organisation_id and s.id = v.service_id
-  ${exposed ? exposure : sql``}`;
-const filtersExposure = (f: FindingFilters) => f.exposed !== undefined;
+  join services s on s.organisation_id = v.organisation_id and s.id = v.service_id`;
 
 export interface FindingRow {
   id: string; cve_id: string; advisory_id: string | null; summary: string | null; severity: string; score: string | null; state: string; note: string | null;
@@ -69,11 +68,11 @@ export async function listFindings(db: Kysely<DB>, organisationId: string, f: Fi
            ${rfc3339('v.first_seen_at')} as first_seen_at, ${rfc3339('v.last_seen_at')} as last_seen_at, ${rfc3339('v.state_changed_at')} as state_changed_at,
            h.id as host_id, coalesce(h.hostname, h.fqdn) as host_name,
            (select host(a.address) from host_addresses a where a.organisation_id = v.organisation_id and a.host_id = v.host_id order by a.address limit 1) as host_address,
-           s.id as service_id, s.protocol, s.port, s.name as service_name, s.vendor, s.product, s.version, x.via as exposed_via
-    from ${fromFor(true)} where ${w}
-    order by x.via is null, ${rank(sql`v.severity`)} desc, v.score desc nulls last, v.cve_id, coalesce(h.hostname, h.fqdn) collate "C", s.port, v.id
+           s.id as service_id, s.protocol, s.port, s.name as service_name, s.vendor, s.product, s.version, s.exposed_via
+    from ${from} where ${w}
+    order by s.exposed_via is null, ${rank(sql`v.severity`)} desc, v.score desc nulls last, v.cve_id, coalesce(h.hostname, h.fqdn) collate "C", s.port, v.id
     offset ${offset} limit ${take}`.execute(db);
-  const total = await sql<{ n: number }>`select count(*)::int as n from ${fromFor(filtersExposure(f))} where ${w}`.execute(db);
+  const total = await sql<{ n: number }>`select count(*)::int as n from ${from} where ${w}`.execute(db);
   return { rows: rows.rows, total: total.rows[0]!.n };
 }
 
@@ -90,11 +89,11 @@ export async function listAdvisoryFindings(db: Kysely<DB>, organisationId: strin
            count(*)::int as findings, count(distinct v.service_id)::int as services, count(distinct v.host_id)::int as hosts,
            count(*) filter (where v.state = 'open')::int as open, count(*) filter (where v.state = 'acknowledged')::int as acknowledged,
            count(*) filter (where v.state = 'resolved')::int as resolved, count(*) filter (where v.state = 'false_positive')::int as false_positive
-    from ${fromFor(filtersExposure(f))} where ${w}
+    from ${from} where ${w}
     group by v.cve_id
     order by max(${rank(sql`v.severity`)}) desc, max(v.score) desc nulls last, v.cve_id
     offset ${offset} limit ${take}`.execute(db);
-  const total = await sql<{ n: number }>`select count(distinct v.cve_id)::int as n from ${fromFor(filtersExposure(f))} where ${w}`.execute(db);
+  const total = await sql<{ n: number }>`select count(distinct v.cve_id)::int as n from ${from} where ${w}`.execute(db);
   return {
     rows: grouped.rows.map(({ open, acknowledged, resolved, false_positive, ...r }) => ({ ...r, states: { open, acknowledged, resolved, false_positive } })),
     total: total.rows[0]!.n,

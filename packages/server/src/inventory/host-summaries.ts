@@ -11,7 +11,8 @@ import type { DB } from '../db/schema.js';
 // statement triggers with transition tables do not run on Citus-distributed tables (docs/citus.md).
 // The same for what a certificates page shows of a certificate's other rows: its state (migration
 // 0045), which the view certificate_states computes from the certificates of its endpoint and the
-// services of its host.
+// services of its host; and for a service's exposure (migration 0046), which the view
+// service_exposure computes from the service and the cloud resources of its host.
 
 /** The stored columns, computed from scratch from the rows of host `h`. */
 const computedSummary = (h: string) => {
@@ -27,16 +28,17 @@ const computedSummary = (h: string) => {
 };
 
 /**
- * Recomputes the stored page columns of these hosts of the organisation from their rows, and the
- * stored state of their certificates and of those of `certificateHostIds` (hosts whose certificates
- * were written), in the caller's transaction: one statement for each (absent ids are skipped, an
- * unchanged row is not rewritten). Call it after the writes, with every host whose addresses,
- * interface MACs or services changed, and every host a certificate was written or seen for (a host
- * given needlessly costs one recomputation, nothing else).
+ * Recomputes the stored page columns of these hosts of the organisation from their rows; and for
+ * them and the hosts of `dependentHostIds` (hosts whose certificates or cloud resources were
+ * written), the stored state of their certificates and the exposure of their services; in the
+ * caller's transaction, one statement for each (absent ids are skipped, an unchanged row is not
+ * rewritten). Call it after the writes, with every host whose addresses, interface MACs or
+ * services changed, and every host a certificate or a cloud resource was written, seen or marked
+ * gone for (a host given needlessly costs one recomputation, nothing else).
  */
-export async function refreshHostSummaries(db: Kysely<DB>, organisationId: string, hostIds: readonly string[], certificateHostIds: readonly string[] = []): Promise<void> {
+export async function refreshHostSummaries(db: Kysely<DB>, organisationId: string, hostIds: readonly string[], dependentHostIds: readonly string[] = []): Promise<void> {
   const ids = [...new Set(hostIds)].sort();
-  const all = [...new Set([...ids, ...certificateHostIds])].sort();
+  const all = [...new Set([...ids, ...dependentHostIds])].sort();
   if (all.length === 0) return;
   // Locked first, in id order, in a statement of its own: the updates below then take their
   // snapshots after any other transaction refreshing the same hosts has committed, so they count
@@ -65,6 +67,19 @@ export async function refreshHostSummaries(db: Kysely<DB>, organisationId: strin
     from certificate_states v
     where t.organisation_id = ${organisationId} and t.host_id = any(${all}::uuid[])
       and v.organisation_id = t.organisation_id and v.id = t.id and t.state <> v.state`.execute(db);
+  // The exposure as the view defines it, for the services of these hosts that a cloud account
+  // lists now or that were exposed (the view is asked only for those: a daemon's host has none).
+  // A scalar subquery per service: joined, the planner hashed the view over every cloud resource
+  // of the organisation for each batch.
+  await sql`
+    update services t set exposed_via = v.via
+    from (
+      select s.id, (select e.via from service_exposure e where e.organisation_id = s.organisation_id and e.service_id = s.id) as via
+      from services s
+      where s.organisation_id = ${organisationId} and s.host_id = any(${all}::uuid[])
+        and (s.exposed_via is not null or exists (select 1 from cloud_resources c where c.organisation_id = s.organisation_id and c.host_id = s.host_id and c.gone_at is null))
+    ) v
+    where t.organisation_id = ${organisationId} and t.id = v.id and t.exposed_via is distinct from v.via`.execute(db);
 }
 
 /** What a new host's page shows, from the rows just written for it: addresses and MACs as written (any order, repeats allowed). */

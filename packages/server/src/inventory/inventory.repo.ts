@@ -307,18 +307,6 @@ export interface ServiceFilters {
 type ServicePageFilters = Omit<ServiceFilters, 'hostId' | 'port' | 'protocol'> & { hostId?: Bound<string> | undefined; port?: Bound<number> | undefined; protocol?: Bound<string> | undefined };
 
 /**
- * Why the internet reaches service `services` (the view service_exposure, migration 0029), or null.
- * The view only ever answers for a service open and present on a host a cloud account lists now;
- * the page tests that on the row it is on and one index probe of cloud_resources first, so the
- * other services (nearly all of them) skip the view's lookup of the service row again (half the
- * page's buffer reads at 100,000 hosts). A scalar subquery, not EXISTS: the planner would hash an
- * EXISTS over every cloud resource, costed for the whole table instead of the page's 51 rows.
- */
-const exposedVia = sql<string | null>`(case when services.state = 'open' and services.gone_at is null
-  and (select true from cloud_resources c where c.organisation_id = services.organisation_id and c.host_id = services.host_id and c.gone_at is null limit 1)
-  then (select e.via from service_exposure e where e.organisation_id = services.organisation_id and e.service_id = services.id) end)`;
-
-/**
  * The where clause of the services filters: the list and the count share it, so a count is the
  * rows the list pages through. Product: case-insensitive substring. Version: equal, or a longer
  * version whose next character is not a digit (`2.4` → `2.4.49`, not `2.40`). CPE: equal, or
@@ -337,7 +325,8 @@ function whereServices<O>(q: SelectQueryBuilder<DB, 'services', O>, f: ServicePa
   if (f.gone === 'exclude') q = q.where('gone_at', 'is', null);
   else if (f.gone === 'only') q = q.where('gone_at', 'is not', null);
   // A semi-join from the (few) services cloud accounts expose, not a test per service of the organisation.
-  if (f.exposed) q = q.where('id', f.exposed === 'true' ? 'in' : 'not in', sql<string>`(select e.service_id from service_exposure e where e.organisation_id = services.organisation_id)`);
+  // Written in the statement, not bound: `true` pages over services_exposed_page_idx.
+  if (f.exposed) q = q.where(f.exposed === 'true' ? sql<boolean>`exposed_via is not null` : sql<boolean>`exposed_via is null`);
   return q;
 }
 
@@ -345,7 +334,7 @@ export function listServices(db: Kysely<DB>, p: PageArgs, f: ServiceFilters) {
   const build = (p: PageBounds, f: ServicePageFilters) => {
     const q = db.selectFrom('services').select([
       'id', 'seq', 'host_id', 'protocol', 'port', 'state', 'banner', 'name', 'product', 'vendor', 'version', 'cpe', 'signature_id', 'signature_source', 'confidence',
-      iso('first_seen_at'), iso('last_seen_at'), isoOrNull('gone_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'), exposedVia.as('exposed_via'),
+      iso('first_seen_at'), iso('last_seen_at'), isoOrNull('gone_at'), iso('created_at'), iso('updated_at'), sql<string | null>`host(address)`.as('address_text'), 'exposed_via',
     ]);
     return keyset(whereServices(q, f), 'services', p);
   };
