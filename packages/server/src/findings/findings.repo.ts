@@ -13,7 +13,6 @@ export interface FindingFilters {
   exposed?: boolean | undefined;
 }
 
-
 /** critical 4 … none 0: the order of the list. */
 export const rank = (col: RawBuilder<unknown>) => sql`case ${col} when 'critical' then 4 when 'high' then 3 when 'medium' then 2 when 'low' then 1 else 0 end`;
 

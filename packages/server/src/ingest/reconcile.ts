@@ -77,7 +77,8 @@ export async function reconcile(tx: Transaction<DB>, source: Source, facts: Fact
   const certificates = await reconcileCertificates(tx, source, facts, host);
   // What a host page shows of the addresses, MACs and services just changed, stored on their hosts:
   // a new host's from the rows just inserted (all it has), the others' recomputed from their rows;
-  // and the state of the certificates of those hosts and of every host a certificate was written for.
+  // and, for those hosts and every host a certificate was written for, the state of their
+  // certificates and the exposure of their services.
   await storeNewHostSummaries(tx, source.organisationId, newHostSummaries(created, addresses.fresh, services.fresh));
   await refreshHostSummaries(tx, source.organisationId, [...addresses.summaryHostIds, ...services.changedHostIds].filter((id) => !created.has(id)), certificates.writtenHostIds);
   const steps: Step[] = [

@@ -324,8 +324,8 @@ function whereServices<O>(q: SelectQueryBuilder<DB, 'services', O>, f: ServicePa
   if (f.cpe) q = q.where(sql<boolean>`(lower(cpe) = ${f.cpe} or lower(cpe) like ${`${likeLiteral(f.cpe)}:%`})`);
   if (f.gone === 'exclude') q = q.where('gone_at', 'is', null);
   else if (f.gone === 'only') q = q.where('gone_at', 'is not', null);
-  // A semi-join from the (few) services cloud accounts expose, not a test per service of the organisation.
-  // Written in the statement, not bound: `true` pages over services_exposed_page_idx.
+  // The exposure stored on the service (migration 0046), the value written in the statement, not
+  // bound: `true` pages over services_exposed_page_idx.
   if (f.exposed) q = q.where(f.exposed === 'true' ? sql<boolean>`exposed_via is not null` : sql<boolean>`exposed_via is null`);
   return q;
 }
