@@ -9,6 +9,13 @@ import { buildWebApp } from '../src/main.js';
 import { createLogger } from '../src/logger.js';
 import { installContractCheck } from './contract-check.js';
 
+/**
+ * Every job of this build, written out (not read from the build, which the tests check against it):
+ * the nine of spec 1.1, and the retention and rollup jobs of issue 30 (events.prune, flows.rollup,
+ * assistant.prune).
+ */
+export const JOB_NAMES = ['scan.schedule', 'scan.stall', 'notify.deliver', 'cloud.k8s', 'cve.match', 'cloud.sync', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot', 'events.prune', 'flows.rollup', 'assistant.prune'];
+
 /** PostgreSQL when TEST_DATABASE_URL is set (CI), else an in-memory PGlite. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
 

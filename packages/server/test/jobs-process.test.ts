@@ -11,11 +11,10 @@ import { openDatabase } from '../src/db/database.js';
 import { checkConnectionBudget } from '../src/db/open.js';
 import { createLogger } from '../src/logger.js';
 import { startServer } from '../src/main.js';
-import { TEST_DATABASE_URL, type TestDatabase, createTestDatabase } from './helpers.js';
+import { JOB_NAMES as JOBS, TEST_DATABASE_URL, type TestDatabase, createTestDatabase } from './helpers.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const bin = path.join(root, 'packages/server/bin/surveyor.js');
-const JOBS = ['scan.schedule', 'scan.stall', 'notify.deliver', 'cloud.k8s', 'cve.match', 'cloud.sync', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot', 'events.prune', 'flows.rollup', 'assistant.prune'];
 
 /** Where a process under test keeps its database: a schema of the test PostgreSQL, or a fresh embedded data folder. */
 function databaseEnv(schema: string | undefined, dataDir: string): Record<string, string> {

@@ -17,7 +17,7 @@ import { daemonHeaders, daemonKey, heartbeat, poll, register } from './daemon-cl
 import { type Daemon, type Json, type Scanning, createNetwork, getScan, ingest, onlineDaemon, queueScan, scanningOrg, siteIdOf, startSession } from './scanning.js';
 import { addCertificate, addHost, addHosts, addService, addSite, addTopology, addVulnerability, nonConformingEvents } from './fixtures.js';
 import {
-  type SeededOrg, type TestApp, type TestDatabase, TEST_DATABASE_URL, bearer, buildTestApp, createTestDatabase, login, seedMemberWithKey, seedOrg,
+  type SeededOrg, type TestApp, type TestDatabase, JOB_NAMES, TEST_DATABASE_URL, bearer, buildTestApp, createTestDatabase, login, seedMemberWithKey, seedOrg,
 } from './helpers.js';
 
 // Scheduled jobs (spec 1.1, 3.2, 4.6; decisions.md "Scan sessions", "Small rules"): each job is
@@ -25,8 +25,6 @@ import {
 // heartbeat 91 s ago") are set with SQL. Everything else goes through HTTP as a daemon, an
 // operator or an administrator would.
 
-/** Every job of this build: the nine of spec 1.1, and events.prune (retention, issue 30). */
-const JOB_NAMES = ['scan.schedule', 'scan.stall', 'notify.deliver', 'cloud.k8s', 'cve.match', 'cloud.sync', 'topology.dependencies', 'notify.certificates', 'inventory.snapshot', 'events.prune', 'flows.rollup', 'assistant.prune'];
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

@@ -317,7 +317,7 @@ export interface CertificatesTable {
   chain_pem: TextArray;
   trust_status: string;
   /** current, replaced or gone (view certificate_states), stored by its writers (migration 0045). */
-  state: Generated<string>;
+  state: Generated<'current' | 'replaced' | 'gone'>;
   /** The smallest tls.expiring threshold (days) already announced for this certificate. */
   expiry_notified_days: number | null;
   first_seen_at: Timestamp;
