@@ -103,6 +103,22 @@ describe('surveyor serve on a fresh embedded database', () => {
     // Two starts of the real build, the first creating and migrating a fresh embedded database (up to
     // 60 s each under a loaded CI: start() says so), as the npm start test below allows.
   }, 150_000);
+
+  it('starts without loading the cloud providers’ SDKs: they load when an account is first synced or tested', async () => {
+    // A loader hook in the child names every module file it loads on stderr (cloud/collectors.ts
+    // imports the providers on first use; kept in the heap once loaded, the Kubernetes client
+    // alone is ~15 MB of source that every full collection of the web process marks again).
+    const hook = `data:text/javascript,${encodeURIComponent(
+      `import { register } from 'node:module'; register('data:text/javascript,' + encodeURIComponent("export async function load(url, context, next) { if (url.startsWith('file:')) process.stderr.write('loaded ' + url + '\\\\n'); return next(url, context); }"));`,
+    )}`;
+    const started = await start(process.execPath, ['--import', hook, bin, 'serve'], { SERVICE_DATA_DIR: dataDir });
+    const loaded = started.err.split('\n').filter((l) => l.startsWith('loaded '));
+    // The hook saw the server's own modules and its framework (else the check below proves nothing).
+    expect(loaded.some((l) => l.includes('/packages/server/dist/cloud/collectors.js'))).toBe(true);
+    expect(loaded.some((l) => l.includes('/node_modules/fastify/'))).toBe(true);
+    expect(loaded.filter((l) => /@kubernetes\/client-node|@aws-sdk\/|\/dist\/cloud\/(aws|kubernetes)\.js/.test(l))).toEqual([]);
+    expect(await stop(started.child)).toBe(0);
+  }, 90_000);
 });
 
 describe('npm start', () => {

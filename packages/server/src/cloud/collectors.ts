@@ -1,8 +1,15 @@
 import { ProviderError } from '../jobs/runner.js';
 import { type OpenedAccount, kubeconfigServer } from './accounts.js';
-import { collectAws, testAws } from './aws.js';
-import { collectKubernetes, testKubernetes } from './kubernetes.js';
 import type { Collectors } from './sync.service.js';
+
+// The providers' SDKs are loaded when an account of theirs is first synced or tested, not when the
+// process starts: their sources are kept in the heap once loaded (the Kubernetes client alone is
+// about 15 MB of source, the AWS SDK's EC2 client 2 MB), and every full collection of a web process
+// marks that heap again, under any load (issue 30: most of what a flow delivery cost in GC). A
+// deployment without cloud accounts never loads them; a web process that runs no jobs only when
+// an admin tests an account.
+const aws = () => import('./aws.js');
+const kubernetes = () => import('./kubernetes.js');
 
 /**
  * The collector of each kind: what the SDKs list, normalised (inventory.ts); a test is one cheap
@@ -18,10 +25,10 @@ export function makeCollectors(opts: { allowInCluster: boolean }): Collectors {
   };
   return {
     aws: {
-      collect: async (a, { signal }) => (a.kind === 'aws' ? collectAws(a.settings, a.credentials, signal ? { signal } : {}) : wrongKind(a.kind)),
+      collect: async (a, { signal }) => (a.kind === 'aws' ? (await aws()).collectAws(a.settings, a.credentials, signal ? { signal } : {}) : wrongKind(a.kind)),
       async test(a, { signal }) {
         if (a.kind !== 'aws') return wrongKind(a.kind);
-        const r = await testAws(a.settings, a.credentials, signal ? { signal } : {});
+        const r = await (await aws()).testAws(a.settings, a.credentials, signal ? { signal } : {});
         return { detail: `Reached AWS account ${r.account ?? '(unknown)'}: ${r.regions.length} regions enabled (${r.regions.join(', ')}).`, providerAccount: r.account };
       },
     },
@@ -29,12 +36,12 @@ export function makeCollectors(opts: { allowInCluster: boolean }): Collectors {
       async collect(a, { signal }) {
         if (a.kind !== 'kubernetes') return wrongKind(a.kind);
         refuseInCluster(a);
-        return collectKubernetes(a.settings, a.credentials, { cursor: a.cursor, ...(signal ? { signal } : {}) });
+        return (await kubernetes()).collectKubernetes(a.settings, a.credentials, { cursor: a.cursor, ...(signal ? { signal } : {}) });
       },
       async test(a, { signal }) {
         if (a.kind !== 'kubernetes') return wrongKind(a.kind);
         refuseInCluster(a);
-        const r = await testKubernetes(a.settings, a.credentials, signal ? { signal } : {});
+        const r = await (await kubernetes()).testKubernetes(a.settings, a.credentials, signal ? { signal } : {});
         const reached = r.nodeCount === null ? 'its nodes are readable' : `${r.nodeCount} nodes`;
         return { detail: `Reached the cluster: ${reached}.`, providerAccount: a.credentials.kubeconfig ? kubeconfigServer(a.credentials.kubeconfig) : 'in-cluster' };
       },
