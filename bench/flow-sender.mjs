@@ -3,11 +3,11 @@
 // first, then time sending them: `api` posts JSON bodies, one sequential stream per daemon, all
 // daemons at once; `copy` runs COPY of the same rows over as many connections, into `table`
 // (default `flows`; bench/flow-storage.mjs also copies into a table without indexes).
-import { readFileSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
 import copyStreams from 'pg-copy-streams';
+import { mainThreadCpu, postgresCpu, threadCpu } from './cpu.mjs';
 
 const { mode, flows, batch, hosts, day, port, daemons, databaseUrl, schema, baseOrg, baselineDaemon, table = 'flows', shape = 'spread' } = workerData;
 const PORTS = [22, 25, 53, 80, 110, 143, 443, 3306, 5432, 8080];
@@ -34,44 +34,22 @@ const senders = daemons.length;
 const shares = Array.from({ length: senders }, () => []);
 for (let from = 0, k = 0; from < flows; from += batch, k++) {
   const r = rows(from, Math.min(flows, from + batch));
+  // Bytes, as a daemon's socket sends them (no encoding of a string per send, on either side).
   shares[k % senders].push(
-    mode === 'api'
-      ? JSON.stringify({ flows: r, dropped: 0 })
-      : r.map((x) => `${baseOrg}\t${x.bucketStart}\t${baselineDaemon}\t${x.srcIp}\t${x.dstIp}\t${x.dstPort}\t${x.protocol}\t${x.packets}\t${x.bytes}\t${x.source}\n`).join(''),
+    Buffer.from(
+      mode === 'api'
+        ? JSON.stringify({ flows: r, dropped: 0 })
+        : r.map((x) => `${baseOrg}\t${x.bucketStart}\t${baselineDaemon}\t${x.srcIp}\t${x.dstIp}\t${x.dstPort}\t${x.protocol}\t${x.packets}\t${x.bytes}\t${x.source}\n`).join(''),
+    ),
   );
 }
 
-// CPU time (s) of this process (web process and sender) and of every PostgreSQL process on the
-// machine (Linux /proc; other clients of the same server included), to tell where a record's time goes.
-const TICK = 100;
-function postgresCpu() {
-  let ticks = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-      const close = stat.lastIndexOf(')');
-      if (!stat.slice(stat.indexOf('(') + 1, close).startsWith('postgres')) continue;
-      const f = stat.slice(close + 2).split(' ');
-      ticks += Number(f[11]) + Number(f[12]);
-    } catch {}
-  }
-  return ticks / TICK;
-}
-// The main thread alone (the web process's JavaScript, its GC's main-thread share): this thread and
-// the sender run in one process, so process.cpuUsage() holds both.
-function mainThreadCpu() {
-  try {
-    const stat = readFileSync(`/proc/${process.pid}/task/${process.pid}/stat`, 'latin1');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / TICK;
-  } catch {
-    return Number.NaN;
-  }
-}
+// CPU time (s) of this process (web process and sender), of its main thread, of this thread and of
+// every PostgreSQL process on the machine, to tell where a record's time goes. What the process used
+// beyond the two threads is V8's helper threads (concurrent marking, parallel scavenges) and libuv's.
 const cpu = () => {
   const u = process.cpuUsage();
-  return { self: (u.user + u.system) / 1e6, main: mainThreadCpu(), postgres: postgresCpu() };
+  return { self: (u.user + u.system) / 1e6, main: mainThreadCpu(), sender: threadCpu(), postgres: postgresCpu() };
 };
 let cpu0;
 let cpu1;
@@ -82,7 +60,7 @@ if (mode === 'api') {
   const agent = new http.Agent({ keepAlive: true, maxSockets: senders });
   const post = (headers, body) =>
     new Promise((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port, path: '/api/v1/daemon/flows', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } }, (res) => {
+      const req = http.request({ host: '127.0.0.1', port, path: '/api/v1/daemon/flows', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': body.length, ...headers } }, (res) => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (c) => (text += c));
@@ -120,7 +98,7 @@ if (mode === 'api') {
           stream.on('error', reject);
           stream.end(text);
         });
-        stored += text.split('\n').length - 1;
+        for (let i = text.indexOf(10); i !== -1; i = text.indexOf(10, i + 1)) stored++;
       }
     }),
   );
@@ -130,4 +108,4 @@ if (mode === 'api') {
   for (const c of clients) await c.end();
 }
 cpu1 ??= cpu();
-parentPort.postMessage({ seconds, stored, cpu: { self: cpu1.self - cpu0.self, main: cpu1.main - cpu0.main, postgres: cpu1.postgres - cpu0.postgres } });
+parentPort.postMessage({ seconds, stored, cpu: { self: cpu1.self - cpu0.self, main: cpu1.main - cpu0.main, sender: cpu1.sender - cpu0.sender, postgres: cpu1.postgres - cpu0.postgres } });

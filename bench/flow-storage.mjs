@@ -35,7 +35,8 @@ import { hostTopology } from '../packages/server/dist/topology/topology.service.
 const URL_ = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const FLOWS = Number(process.env.BENCH_FLOWS || 1_000_000);
 const FLOW_BATCH = 20_000;
-const SENDERS = 4;
+// BENCH_FLOW_SENDERS: daemons posting at once (and COPY connections of the baseline).
+const SENDERS = Number(process.env.BENCH_FLOW_SENDERS || 4);
 const TOPO_FLOWS = Number(process.env.BENCH_TOPOLOGY_FLOWS || 10_000_000);
 const HOSTS = 10_000;
 const BUSY = 20;
@@ -96,8 +97,13 @@ if (PARTS.includes('ingest')) {
     const api = await send('api', undefined, shape);
     if (api.stored !== FLOWS) throw new Error(`stored ${api.stored} of ${FLOWS}`);
     // CPU µs a record: of this process (web process and client thread), of its main thread alone
-    // (the web process's JavaScript; Linux /proc, 10 ms ticks) and of PostgreSQL's processes.
-    const us = (r) => ({ process: (r.cpu.self / FLOWS) * 1e6, web: (r.cpu.main / FLOWS) * 1e6, postgres: (r.cpu.postgres / FLOWS) * 1e6 });
+    // (the web process's JavaScript), of the client thread, of the rest of the process (V8's
+    // helper threads: concurrent marking, parallel scavenges) and of PostgreSQL's processes
+    // (Linux /proc, 10 ms ticks).
+    const us = (r) => ({
+      process: (r.cpu.self / FLOWS) * 1e6, web: (r.cpu.main / FLOWS) * 1e6, client: (r.cpu.sender / FLOWS) * 1e6,
+      helpers: ((r.cpu.self - r.cpu.main - r.cpu.sender) / FLOWS) * 1e6, postgres: (r.cpu.postgres / FLOWS) * 1e6,
+    });
     result.ingest[shape] = { bare: FLOWS / bare.seconds, api: FLOWS / api.seconds, ratio: bare.seconds / api.seconds, cpuUs: { bare: us(bare), api: us(api) } };
     console.log('ingest', shape, result.ingest[shape]);
   }

@@ -27,6 +27,7 @@ import * as admin from '../packages/server/dist/admin/admin.service.js';
 import { openDatabase } from '../packages/server/dist/db/database.js';
 import { migrate } from '../packages/server/dist/db/migrate.js';
 import * as repo from '../packages/server/dist/inventory/inventory.repo.js';
+import { machineCpu, processCpu } from './cpu.mjs';
 import { startServe } from './serve.mjs';
 
 const URL_ = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -256,7 +257,7 @@ function rate(mode, q, seconds, name) {
   return new Promise((resolve, reject) => {
     const w = new Worker(new URL('./load-worker.mjs', import.meta.url), {
       // Every statement prepared once per connection, as the server sends its page reads.
-      workerData: { mode, seconds, concurrency: CONNECTIONS, url: `${serve.base}/api/v1/hosts?limit=50`, token: key.token, databaseUrl: URL_, schema: SCHEMA, sql: q?.sql, parameters: q?.parameters, rawValues: true, statementName: q ? `bench_${name}` : undefined },
+      workerData: { mode, seconds, concurrency: CONNECTIONS, url: `${serve.base}/api/v1/hosts?limit=50`, token: key.token, databaseUrl: URL_, schema: SCHEMA, sql: q?.sql, parameters: q?.parameters, rawValues: true, statementName: q ? `bench_${name}` : undefined, reportCpu: true },
     });
     w.once('message', resolve);
     w.once('error', reject);
@@ -272,17 +273,22 @@ const paths = {
 };
 const samples = Object.fromEntries(Object.keys(paths).map((k) => [k, []]));
 /** CPU (user + system) the web process has used, in µs: a figure other work on the machine moves less than a rate. */
-const serveCpu = () => {
-  const f = readFileSync(`/proc/${serve.child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10_000; // clock ticks of 10 ms
-};
+const serveCpu = () => processCpu(serve.child.pid) * 1e6;
 const apiCpu = [];
+// CPU µs an operation, by path and round: the load thread's (the client) and the whole machine's.
+const clientCpu = Object.fromEntries(Object.keys(paths).map((k) => [k, []]));
+const totalCpu = Object.fromEntries(Object.keys(paths).map((k) => [k, []]));
 for (const [name, [mode, q]] of Object.entries(paths)) await rate(mode, q, 1, name);
 for (let round = 0; round < ROUNDS; round++) {
   for (const [name, [mode, q]] of Object.entries(paths)) {
     const cpu0 = serveCpu();
-    samples[name].push(await rate(mode, q, SECONDS / ROUNDS, name));
-    if (name === 'api') apiCpu.push((serveCpu() - cpu0) / (samples.api.at(-1) * (SECONDS / ROUNDS)));
+    const all0 = machineCpu();
+    const r = await rate(mode, q, SECONDS / ROUNDS, name);
+    const ops = r.rate * (SECONDS / ROUNDS);
+    samples[name].push(r.rate);
+    clientCpu[name].push(r.clientUs);
+    totalCpu[name].push(((machineCpu() - all0) * 1e6) / ops);
+    if (name === 'api') apiCpu.push((serveCpu() - cpu0) / ops);
   }
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -368,6 +374,9 @@ say(`| certificates page SQL, current=true (the console's default) | ${certifica
 say(`| the same before migration 0045 (the state looked up in the view for every row read) | ${certificateCurrentViewQps.toFixed(0)} q | ${r(certificateCurrentViewQps, certificateBareQps)} | |`);
 say();
 say(`The web process used ${median(apiCpu).toFixed(0)} µs of CPU a request (user and system, median of the rounds).`);
+const us = (k) => median(totalCpu[k]).toFixed(0);
+say(`CPU µs an operation, the whole machine's (all cores, medians of the rounds): the API ${us('api')} (the web process ${median(apiCpu).toFixed(0)}, the load thread ${median(clientCpu.api).toFixed(0)}),`);
+say(`its own SQL ${us('hostSql')} (the load thread ${median(clientCpu.hostSql).toFixed(0)}), the bare select ${us('hostBare')} (${median(clientCpu.hostBare).toFixed(0)}); the machine's ${cpus().length} cores give ${(cpus().length * 1e6).toLocaleString('en')} µs a second.`);
 say();
 say(`Keyset depth (hosts page of 50 through the repository, p50 of 200): first page ${firstT.p50.toFixed(2)} ms, at 90% of the hosts ${deepT.p50.toFixed(2)} ms: **${r(deepT.p50, firstT.p50)}×** (target ≤ 1.5).`);
 say();
@@ -414,6 +423,14 @@ say();
 say('Since this issue a web process keeps a verified API key up to 5 s for reads (`auth/credential-cache.ts`: dropped at once on');
 say('a revocation, by this process or announced by PostgreSQL), so a page read is one statement, not two: about 14 % less CPU a');
 say('request in the web process (figures below).');
+say();
+say('Both throughput rows are bound by the machine\'s two cores, so the ratio is about the inverse of their CPU an operation');
+say('(the line above the keyset depth: `/proc/stat` of the whole machine over each path\'s rounds, which other work on the');
+say('machine inflates alike). Since 2026-11-28 the cloud providers\' SDKs load on first use (`cloud/collectors.ts`; "Flow');
+say('storage", fourth step): a web process at rest holds 43 MB of heap instead of 80 and each full collection marks that much');
+say('less. Alternating runs with the commit before (BENCH_SECONDS=6, 00:58-01:05 UTC) did not separate the two beyond this');
+say('machine\'s spread: 0.51× and 0.56× its own SQL after, 0.73× and 0.52× before, the web process 574-593 µs a request after,');
+say('564-657 before.');
 say(`Load average at the start and the end of this run: ${loadAtStart}; ${loadavg().map((x) => x.toFixed(2)).join(', ')}.`);
 say();
 for (const line of BEFORE) say(line);

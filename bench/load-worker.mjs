@@ -1,8 +1,10 @@
 // Load generator for bench/inventory.mjs, in its own thread so its work is not charged to the
-// process being measured. Runs `concurrency` loops for `seconds`; posts the completed count.
+// process being measured. Runs `concurrency` loops for `seconds`; posts the completed count a second
+// (with `reportCpu`, that as `rate` and the thread's CPU µs an operation as `clientUs`).
 import http from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 import pg from 'pg';
+import { threadCpu } from './cpu.mjs';
 
 const { mode, seconds, concurrency, url, token, databaseUrl, schema, sql, parameters, rawValues, statementName } = workerData;
 let one;
@@ -29,6 +31,8 @@ if (mode === 'api') {
   // statementName: sent as the server sends its page reads, a statement prepared once per connection.
   one = statementName ? () => pool.query({ name: statementName, text: sql, values: parameters }) : () => pool.query(sql, parameters);
 }
+// reportCpu: also the CPU µs an operation of this thread alone (the client's share).
+const cpu0 = threadCpu();
 let n = 0;
 const end = Date.now() + seconds * 1000;
 await Promise.all(
@@ -39,5 +43,6 @@ await Promise.all(
     }
   }),
 );
+const clientUs = ((threadCpu() - cpu0) * 1e6) / n;
 await pool?.end();
-parentPort.postMessage(n / seconds);
+parentPort.postMessage(workerData.reportCpu ? { rate: n / seconds, clientUs } : n / seconds);
