@@ -262,6 +262,45 @@ const baseSecs = secs(t0);
 await pool.query(`drop schema ${RAW} cascade`);
 await pool.end();
 
+// What a new service's row costs, part by part (issue 30): the services of 1,000 new hosts (10,000
+// rows, copied from the first sweep's under new host ids) inserted as the ingest inserts a new
+// host's services, then without its parts one by one, each in a savepoint rolled back, on the
+// tables the sweep filled. Three rounds in turn, the median of each.
+const partsClient = new pg.Client({ connectionString: URL_, options: `-c search_path=${SCHEMA}` });
+await partsClient.connect();
+const q = (text, values) => partsClient.query(text, values);
+await q('begin');
+await q(`create temp table x_map on commit drop as select o.id as old, time_ordered_uuid() as new, 'fp-x-' || o.seq as fp from (select id, seq from hosts where organisation_id = $1 order by seq limit 1000) o`, [ingestDaemon.organisationId]);
+await q('insert into hosts (organisation_id, id, fingerprint) select $1, new, fp from x_map', [ingestDaemon.organisationId]);
+const SERVICE_COLUMNS = 'protocol, port, address, state, banner, name, product, vendor, version, cpe, signature_id, signature_source, confidence, evidence';
+await q(`create temp table x_rows on commit drop as select m.new as host_id, ${SERVICE_COLUMNS} from services s join x_map m on m.old = s.host_id where s.organisation_id = $1`, [ingestDaemon.organisationId]);
+const partRows = Number((await q('select count(*)::int as n from x_rows')).rows[0].n);
+const insertServices = `insert into services (organisation_id, host_id, ${SERVICE_COLUMNS}) select $1, host_id, ${SERVICE_COLUMNS} from x_rows`;
+const SECONDARY = (await q(`select indexname from pg_indexes where schemaname = $1 and tablename = 'services' and indexname not in ('services_pkey', 'services_port_key', 'services_page_idx') order by indexname`, [SCHEMA])).rows.map((r) => r.indexname);
+const dropFk = "alter table services drop constraint services_organisation_id_host_id_fkey";
+const dropSecondary = (keep) => SECONDARY.filter((i) => i !== keep).map((i) => `drop index ${i}`);
+const variants = [
+  ['as the ingest writes a new host\'s services: the row, its change row (one statement)', [], `with up as (${insertServices} returning id) insert into change_log (organisation_id, id, entity_type, entity_id, action) select $1, nextval((select organisation_counter('changes', $1::uuid)::regclass)), 'service', id, 'created' from up`],
+  ['the row alone (no change row)', [], insertServices],
+  ['the row without the foreign key to `hosts`', [dropFk], insertServices],
+  ['the row into its keys and page order only (no foreign key, none of the other indexes): the baseline\'s shape', [dropFk, ...dropSecondary(null)], insertServices],
+  ...SECONDARY.map((i) => [`the same with \`${i}\` alone`, [dropFk, ...dropSecondary(i)], insertServices]),
+];
+const partTimes = variants.map(() => []);
+for (let round = 0; round < 3; round++) {
+  for (const [k, [, ddl, text]] of variants.entries()) {
+    await q('savepoint part');
+    for (const d of ddl) await q(d);
+    const t = process.hrtime.bigint();
+    await q(text, [ingestDaemon.organisationId]);
+    partTimes[k].push(Number(process.hrtime.bigint() - t) / 1e3 / partRows);
+    await q('rollback to savepoint part');
+  }
+}
+await q('rollback');
+await partsClient.end();
+const partUs = partTimes.map((xs) => [...xs].sort((a, b) => a - b)[1]);
+
 const load = (await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(', ');
 say('## Observation ingest (issues 4, 30)');
 say();
@@ -273,6 +312,12 @@ say(`| same rows by INSERT … SELECT FROM unnest into keyed tables (baseline) |
 say(`| API ingest, first delivery (${(afterFirst.changes).toLocaleString('en')} change rows, ${afterFirst.events.toLocaleString('en')} events) | ${apiSecs.toFixed(1)} | ${Math.round(portObservations / apiSecs).toLocaleString('en')} | **${(baseSecs / apiSecs).toFixed(2)}** of the baseline (target ≥ 0.6) |`);
 say(`| API ingest, rescan of the unchanged /16: a new session, the same observations (${rescanDedup.toLocaleString('en')} dedupHits of ${rowsPerSweep.toLocaleString('en')} rows; ${(afterRescan.changes - beforeRescan.changes).toLocaleString('en')} change rows, ${(afterRescan.events - beforeRescan.events).toLocaleString('en')} events) | ${rescanSecs.toFixed(1)} | ${Math.round(portObservations / rescanSecs).toLocaleString('en')} | costs **${(rescanSecs / apiSecs).toFixed(2)}** of the first delivery |`);
 say(`| API ingest, byte-identical replay of the first session's batches (${dedup.toLocaleString('en')} dedupHits of ${rowsPerSweep.toLocaleString('en')} rows) | ${replaySecs.toFixed(1)} | ${Math.round(portObservations / replaySecs).toLocaleString('en')} | costs ${(replaySecs / apiSecs).toFixed(2)} of the first delivery |`);
+say();
+say(`What a new service's row costs, part by part: the services of 1,000 new hosts (${partRows.toLocaleString('en')} rows, the first sweep's under new host ids) inserted into \`services\` as it stands after the sweep, each way in a savepoint rolled back, three rounds in turn, the median; µs a row, measured from the client:`);
+say();
+say('| insert | µs a row | vs keys and page order only |');
+say('|---|---|---|');
+for (const [k, [label]] of variants.entries()) say(`| ${label} | ${partUs[k].toFixed(1)} | ${(partUs[k] / partUs[3]).toFixed(2)} |`);
 say();
 if (!PARTS.has('flows') && !PARTS.has('polls')) {
   await app.close();
