@@ -313,7 +313,7 @@ say(`| API ingest, first delivery (${(afterFirst.changes).toLocaleString('en')} 
 say(`| API ingest, rescan of the unchanged /16: a new session, the same observations (${rescanDedup.toLocaleString('en')} dedupHits of ${rowsPerSweep.toLocaleString('en')} rows; ${(afterRescan.changes - beforeRescan.changes).toLocaleString('en')} change rows, ${(afterRescan.events - beforeRescan.events).toLocaleString('en')} events) | ${rescanSecs.toFixed(1)} | ${Math.round(portObservations / rescanSecs).toLocaleString('en')} | costs **${(rescanSecs / apiSecs).toFixed(2)}** of the first delivery |`);
 say(`| API ingest, byte-identical replay of the first session's batches (${dedup.toLocaleString('en')} dedupHits of ${rowsPerSweep.toLocaleString('en')} rows) | ${replaySecs.toFixed(1)} | ${Math.round(portObservations / replaySecs).toLocaleString('en')} | costs ${(replaySecs / apiSecs).toFixed(2)} of the first delivery |`);
 say();
-say(`What a new service's row costs, part by part: the services of 1,000 new hosts (${partRows.toLocaleString('en')} rows, the first sweep's under new host ids) inserted into \`services\` as it stands after the sweep, each way in a savepoint rolled back, three rounds in turn, the median; µs a row, measured from the client:`);
+say(`What a new service's row costs, part by part: the services of 1,000 new hosts (${partRows.toLocaleString('en')} rows, the first sweep's under new host ids) inserted into \`services\` as it stands after the sweep, each way in a savepoint rolled back, three rounds in turn, the median; µs a row, measured from the client (a value moves by 2-3 µs from run to run: read the parts, not the single index):`);
 say();
 say('| insert | µs a row | vs keys and page order only |');
 say('|---|---|---|');
