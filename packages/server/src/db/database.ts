@@ -1,6 +1,6 @@
 /// <reference path="./pg-copy-streams.d.ts" />
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -288,6 +288,8 @@ async function openPGlite(opts: DatabaseOptions): Promise<Database> {
   const release = opts.dataDir ? lockDataDir(opts.dataDir) : () => {};
   let pglite: PGlite;
   try {
+    // Loaded here, not at start-up: a deployment on PostgreSQL never needs it in its heap.
+    const { PGlite } = await import('@electric-sql/pglite');
     pglite = opts.dataDir ? await PGlite.create(path.join(opts.dataDir, 'pgdata')) : await PGlite.create();
   } catch (e) {
     release();

@@ -1,7 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
-import nodemailer from 'nodemailer';
 import { Agent, fetch } from 'undici';
 import type { Config } from '../config.js';
 import type { EventPayload } from '../events/events.js';
@@ -181,6 +180,8 @@ export async function send(dest: DestinationConfig, event: EventPayload, opts: S
     const e = err as Error & { code?: string };
     return finish(t0, { ok: false, statusCode: null, error: e.message || e.code || 'cannot resolve the SMTP host', retry: !(err instanceof PrivateTargetError) });
   }
+  // Loaded on the first mail, not at start-up (issue 30: a web process's heap is marked at every full collection).
+  const { default: nodemailer } = await import('nodemailer');
   const transport = nodemailer.createTransport({
     // Connect to the address checked above; TLS still verifies the name.
     host: address,
