@@ -5,9 +5,9 @@ import type { Collectors } from './sync.service.js';
 // The providers' SDKs are loaded when an account of theirs is first synced or tested, not when the
 // process starts: their sources are kept in the heap once loaded (the Kubernetes client alone is
 // about 15 MB of source, the AWS SDK's EC2 client 2 MB), and every full collection of a web process
-// marks that heap again, under any load (issue 30: most of what a flow delivery cost in GC). A
-// deployment without cloud accounts never loads them; a web process that runs no jobs only when
-// an admin tests an account.
+// marks that heap again (issue 30: under flow deliveries, whose buffers set off one every few
+// hundred milliseconds). A deployment without cloud accounts never loads them; a web process that
+// runs no jobs only when an admin tests an account.
 const aws = () => import('./aws.js');
 const kubernetes = () => import('./kubernetes.js');
 
