@@ -428,7 +428,7 @@ say('Both throughput rows are bound by the machine\'s two cores, so the ratio is
 say('(the line above the keyset depth: `/proc/stat` of the whole machine over each path\'s rounds, which other work on the');
 say('machine inflates alike). Since 2026-11-28 the cloud providers\' SDKs load on first use (`cloud/collectors.ts`; "Flow');
 say('storage", fourth step): a web process at rest holds 43 MB of heap instead of 80 and each full collection marks that much');
-say('less. Alternating runs with the commit before (BENCH_SECONDS=6, 00:58-01:05 UTC) did not separate the two beyond this');
+say('less. Alternating runs with the commit before (BENCH_SECONDS=6, 00:51-00:57 UTC) did not separate the two beyond this');
 say('machine\'s spread: 0.51× and 0.56× its own SQL after, 0.73× and 0.52× before, the web process 574-593 µs a request after,');
 say('564-657 before.');
 say(`Load average at the start and the end of this run: ${loadAtStart}; ${loadavg().map((x) => x.toFixed(2)).join(', ')}.`);
