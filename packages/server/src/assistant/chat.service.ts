@@ -1,5 +1,4 @@
 import type { AiChatRequest, AiCitation, AiDoneEvent, AiToolEvent } from '@surveyor/contract';
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { ChatCompletionMessageFunctionToolCall, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
@@ -42,8 +41,11 @@ function systemPrompt(organisationName: string, now: Date, context: AiChatReques
   ].join('\n');
 }
 
+/** The provider's SDK, loaded with the first question rather than at start-up (a web process's heap is marked at every full collection, issue 30). */
+type Sdk = typeof import('openai');
+
 /** The provider's failure as the request's problem; the key never appears in what is said. */
-function providerProblem(e: unknown, provider: Provider): AppError | 'aborted' {
+function providerProblem(e: unknown, provider: Provider, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError }: Sdk): AppError | 'aborted' {
   // The key itself, and anything shaped like a (partly masked) provider key: "sk-abc***xyz".
   const scrub = (s: string) => (provider.apiKey ? s.split(provider.apiKey).join('[redacted]') : s).replace(/\b(sk|key|api)[-_][A-Za-z0-9*_.-]{4,}/gi, '[redacted]');
   if (e instanceof APIUserAbortError) return 'aborted';
@@ -80,7 +82,8 @@ export async function answer(
   report: TurnReport,
 ): Promise<AiDoneEvent> {
   const { provider } = deps;
-  const client = new OpenAI({ baseURL: provider.baseUrl, apiKey: provider.apiKey ?? 'none', timeout: deps.timeoutMs, maxRetries: 0 });
+  const sdk = await import('openai');
+  const client = new sdk.default({ baseURL: provider.baseUrl, apiKey: provider.apiKey ?? 'none', timeout: deps.timeoutMs, maxRetries: 0 });
   const messages: ChatCompletionMessageParam[] = [
     { role: 'system', content: systemPrompt(deps.organisationName, new Date(), request.context) },
     ...request.messages.map((m) => ({ role: m.role, content: m.content }) as ChatCompletionMessageParam),
@@ -150,7 +153,7 @@ export async function answer(
         report.outcome = 'aborted';
         break;
       }
-      const problem = providerProblem(silent ? IDLE : e, provider);
+      const problem = providerProblem(silent ? IDLE : e, provider, sdk);
       if (problem === 'aborted') {
         report.outcome = 'aborted';
         break;
