@@ -410,8 +410,10 @@ say('about a fifth decoding the 51 rows\' 870 values into strings in `pg` (one `
 say('the rate limit (a request refused by validation after authentication costs the process about 120 µs in all), the cursor\'s HMAC,');
 say('writing the 25 KB response; the profile\'s largest entry, `writev`, is mostly the time the process waits while the write wakes');
 say('PostgreSQL or the load thread on the same two cores, not CPU of its own.');
-if (apiRps / hostSqlQps < 0.6) {
-  say(`The target of 0.6× its own SQL is not met here (${r(apiRps, hostSqlQps)}×). Measured in one process, outside the load: a page`);
+{
+  // Said whatever this run's ratio: runs on this machine move by ±0.1 (the targets table).
+  const met = apiRps / hostSqlQps >= 0.6 ? `is met in this run (${r(apiRps, hostSqlQps)}×), not in every run ("Issue 30's targets")` : `is not met here (${r(apiRps, hostSqlQps)}×)`;
+  say(`The target of 0.6× its own SQL ${met}. Measured in one process, outside the load: a page`);
   say('through the repository (the prepared statement\'s round trip and the decoding of its 51 rows) costs 210-320 µs of CPU, a');
   say('round trip of `select 1` 25-45 µs, writing the page and its length 40 µs, the cursor 6 µs; under the bench, a request');
   say('refused by validation after authentication and the rate limit costs the web process about 120 µs. The decoding is the');
