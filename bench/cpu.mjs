@@ -5,12 +5,16 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 const TICK = 100;
 
+/** utime + stime in a /proc stat line (the fields after the command's closing parenthesis). */
+const ticksOf = (stat) => {
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / TICK;
+};
+
 /** utime + stime of a /proc/<pid>[/task/<tid>]/stat file; NaN if it cannot be read. */
 function statCpu(file) {
   try {
-    const stat = readFileSync(file, 'latin1');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / TICK;
+    return ticksOf(readFileSync(file, 'latin1'));
   } catch {
     return Number.NaN;
   }
@@ -32,11 +36,8 @@ export function postgresCpu() {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-      if (!stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).startsWith('postgres')) continue;
-    } catch {
-      continue;
-    }
-    seconds += statCpu(`/proc/${pid}/stat`) || 0;
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).startsWith('postgres')) seconds += ticksOf(stat);
+    } catch {}
   }
   return seconds;
 }

@@ -1,4 +1,4 @@
-// Load generator for bench/inventory.mjs, in its own thread so its work is not charged to the
+// Load generator for bench/inventory.mjs and bench/host-pages.mjs, in its own thread so its work is not charged to the
 // process being measured. Runs `concurrency` loops for `seconds`; posts the completed count a second
 // (with `reportCpu`, that as `rate` and the thread's CPU µs an operation as `clientUs`).
 import http from 'node:http';
