@@ -795,7 +795,7 @@ describe('job topology.dependencies rebuilds the application topology from the f
     expect(topologyOf(list, null).status).toBe('ready');
   });
 
-  it('prunes flows older than 30 days (decisions.md): drops each daily partition that ended more than 30 days ago, and forgets batch digests as old', async () => {
+  it('prunes flows older than 30 days (decisions.md): drops each daily partition that ended more than 30 days ago, and forgets flow and observation batch digests as old', async () => {
     const partitions = async () =>
       (await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'flows'::regclass order by 1`.execute(t.database.db)).rows.map((r) => r.name);
     const dayName = (msAgo: number) => `flows_${bucket(msAgo).slice(0, 10).replace(/-/g, '')}`;
@@ -809,11 +809,24 @@ describe('job topology.dependencies rebuilds the application topology from the f
               and received_at = (select min(received_at) from flow_batches where organisation_id = ${org.organisationId})`.execute(t.database.db);
     const batchesBefore = (await sql<{ n: number }>`select count(*)::int as n from flow_batches`.execute(t.database.db)).rows[0]!.n;
     expect(await partitions()).toContain(dayName(32 * DAY));
+    // Two observation batches of a session: the first's digest received 31 days ago (migration 0047).
+    const s: Scanning = { org, api, daemon, siteId: dc1 };
+    const sessionId = await startSession(t, s, await createNetwork(t, s, '10.9.4.0/24'));
+    const first = { sessionId, hosts: [{ fingerprint: 'pruned-digest-a', hostname: 'a' }] };
+    const second = { sessionId, hosts: [{ fingerprint: 'pruned-digest-b', hostname: 'b' }] };
+    expect(await ingest(t, daemon, first)).toMatchObject({ accepted: 1, dedupHits: 0 });
+    expect(await ingest(t, daemon, second)).toMatchObject({ accepted: 1, dedupHits: 0 });
+    const digests = async () => (await sql<{ n: number }>`select count(*)::int as n from scan_batches where session_id = ${sessionId}`.execute(t.database.db)).rows[0]!.n;
+    await sql`update scan_batches set received_at = ${ago(now, 31 * DAY)} where session_id = ${sessionId}
+              and received_at = (select min(received_at) from scan_batches where session_id = ${sessionId})`.execute(t.database.db);
 
     const result = await tick(t, 'topology.dependencies', now);
     // The day's records and both its rollups (migration 0039) go together.
     const day32 = dayName(32 * DAY).slice('flows_'.length);
-    expect(result.detail).toMatchObject({ prunedPartitions: [`flow_days_${day32}`, `flow_hours_${day32}`, `flows_${day32}`], prunedBatches: 1 });
+    expect(result.detail).toMatchObject({ prunedPartitions: [`flow_days_${day32}`, `flow_hours_${day32}`, `flows_${day32}`], prunedBatches: 1, prunedScanBatches: 1 });
+    // The recent digest is kept: that batch sent again is still recognised as a retry.
+    expect(await digests()).toBe(1);
+    expect(await ingest(t, daemon, second)).toMatchObject({ accepted: 1, dedupHits: 1 });
     const left = await partitions();
     expect(left).not.toContain(dayName(32 * DAY));
     expect(left).toContain(dayName(29 * DAY));
@@ -821,7 +834,7 @@ describe('job topology.dependencies rebuilds the application topology from the f
     expect(bytes).toEqual([22]);
     expect((await sql<{ n: number }>`select count(*)::int as n from flow_batches`.execute(t.database.db)).rows[0]!.n).toBe(batchesBefore - 1);
     // Nothing more to prune on the next run; the edges of the last 24 hours are untouched.
-    expect((await tick(t, 'topology.dependencies', now)).detail).toMatchObject({ prunedPartitions: [], prunedBatches: 0 });
+    expect((await tick(t, 'topology.dependencies', now)).detail).toMatchObject({ prunedPartitions: [], prunedBatches: 0, prunedScanBatches: 0 });
     expect((await edges()).map((e) => e.bytes)).toEqual([3300, 50]);
   });
 

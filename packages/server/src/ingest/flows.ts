@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import type { DaemonPrincipal } from '../daemons/daemons.service.js';
 import { ownDaemon } from '../daemons/daemons.service.js';
 import { copyRows, copyText } from '../db/copy.js';
+import { PRUNE_BATCH, drain } from '../jobs/batches.js';
 import type { DB } from '../db/schema.js';
 import { OWNER_AT, OWNER_BYTES, ScannedFlows } from './flow-check.js';
 import { DAY, FLOW_TABLES, ensurePartitions } from './flow-partitions.js';
@@ -16,11 +17,13 @@ export const FLOW_RETENTION_DAYS = 30;
 
 /**
  * Prunes flows past the retention: drops each daily partition (of the records and of their rollups) whose day ended more than 30 days
- * before `at` (a DROP, not a DELETE: no dead rows, no vacuum), and forgets batch digests as old
- * (a retry that late is not one). A partition is dropped under the creators' lock and with a
- * short lock timeout: when readers hold the table that long, it is left for the next run.
+ * before `at` (a DROP, not a DELETE: no dead rows, no vacuum), and forgets batch digests as old,
+ * the flow deliveries' and the observation batches' (a retry that late is not one; the latter in
+ * deletes of PRUNE_BATCH rows until `stop` says so, the rest left for the next run). A partition
+ * is dropped under the creators' lock and with a short lock timeout: when readers hold the table
+ * that long, it is left for the next run.
  */
-export async function pruneFlows(db: Kysely<DB>, at: Date): Promise<{ partitions: string[]; busy: string[]; batches: number }> {
+export async function pruneFlows(db: Kysely<DB>, at: Date, stop: () => boolean = () => false): Promise<{ partitions: string[]; busy: string[]; batches: number; scanBatches: number }> {
   const cutoff = new Date(at.getTime() - FLOW_RETENTION_DAYS * DAY);
   const children = await sql<{ name: string }>`
     select c.relname as name from pg_inherits i
@@ -45,7 +48,19 @@ export async function pruneFlows(db: Kysely<DB>, at: Date): Promise<{ partitions
     }
   }
   const batches = await sql`delete from flow_batches where received_at < ${cutoff}`.execute(db);
-  return { partitions: dropped, busy, batches: Number(batches.numAffectedRows ?? 0) };
+  const scanBatches = await drain(
+    async () =>
+      Number(
+        (
+          await sql`
+            delete from scan_batches b where (b.organisation_id, b.session_id, b.digest) in (
+              select organisation_id, session_id, digest from scan_batches where received_at < ${cutoff} order by received_at limit ${PRUNE_BATCH})`.execute(db)
+        ).numAffectedRows ?? 0,
+      ),
+    PRUNE_BATCH,
+    stop,
+  );
+  return { partitions: dropped, busy, batches: Number(batches.numAffectedRows ?? 0), scanBatches: scanBatches.n };
 }
 
 /** `dropped` accumulates on the daemon (spec 4.4). */

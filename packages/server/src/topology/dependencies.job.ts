@@ -1,4 +1,5 @@
 import { pruneFlows } from '../ingest/flows.js';
+import { tickStop } from '../jobs/batches.js';
 import { everyOrganisation } from '../jobs/per-organisation.js';
 import type { JobDefinition } from '../jobs/runner.js';
 import { type DependencyBuild, rebuildDependencies } from './dependencies.js';
@@ -37,10 +38,13 @@ export function topologyDependencies(): JobDefinition {
         (d) => d.edges as number,
       );
       // Pruning failing (the database, not a busy table: that is skipped) does not undo the rebuild: it says so in the detail.
-      const pruned = await pruneFlows(ctx.db, at).catch((err) => ({ error: String((err as Error)?.message ?? err), partitions: [], busy: [], batches: 0 }));
+      const pruned = await pruneFlows(ctx.db, at, tickStop(ctx.signal)).catch((err) => ({ error: String((err as Error)?.message ?? err), partitions: [], busy: [], batches: 0, scanBatches: 0 }));
       return {
         ...result,
-        detail: { ...result.detail, prunedPartitions: pruned.partitions, busyPartitions: pruned.busy, prunedBatches: pruned.batches, ...('error' in pruned ? { pruneError: pruned.error } : {}) },
+        detail: {
+          ...result.detail, prunedPartitions: pruned.partitions, busyPartitions: pruned.busy, prunedBatches: pruned.batches, prunedScanBatches: pruned.scanBatches,
+          ...('error' in pruned ? { pruneError: pruned.error } : {}),
+        },
       };
     },
   };
