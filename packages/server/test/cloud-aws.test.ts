@@ -201,6 +201,17 @@ describe('AWS collector: credentials', () => {
     expect(await testAws({}, FAKE_KEY, { endpoint: f.url })).toEqual({ account: '123456789012', regions: ['us-east-1', 'eu-central-1'] });
   });
 
+  it('hands the SDK a copy of the credentials: the caller\'s object comes back as it was given', async () => {
+    // The SDK marks the credentials object it is handed ($source); FAKE_KEY, shared by the test files
+    // of a worker, once came back marked and a later account created with it failed its schema.
+    const f = await start(generateAwsState({ instances: 1, regions: ['us-east-1', 'eu-west-1'] }));
+    const given = { ...FAKE_KEY };
+    await collectAws({ regions: ['eu-west-1'] }, given, { endpoint: f.url });
+    await testAws({}, given, { endpoint: f.url });
+    expect(Object.keys(given)).toEqual(['accessKeyId', 'secretAccessKey']);
+    expect(given).toEqual(FAKE_KEY);
+  });
+
   it('keeps every credential out of error messages', async () => {
     const state = generateAwsState({ instances: 1 });
     state.role = { ...ROLE };

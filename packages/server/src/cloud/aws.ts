@@ -155,11 +155,15 @@ async function openSession(settings: AwsSettings, credentials: AwsCredentials, o
   }
 }
 
-/** An SDK client's configuration: the session's credentials and endpoint, standard retries, timeouts. */
+/**
+ * An SDK client's configuration: the session's credentials and endpoint, standard retries, timeouts.
+ * The credentials are a copy: the SDK marks the object it is handed (a `$source` key), which must not
+ * reach the caller's (an account's credentials are checked by a strict schema when next read).
+ */
 function clientConfig(session: Session, region: string) {
   return {
     region,
-    credentials: session.credentials,
+    credentials: { ...session.credentials },
     ...(session.endpoint ? { endpoint: session.endpoint } : {}),
     maxAttempts: MAX_ATTEMPTS,
     retryMode: 'standard',
