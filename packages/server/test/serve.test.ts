@@ -104,7 +104,7 @@ describe('surveyor serve on a fresh embedded database', () => {
     // 60 s each under a loaded CI: start() says so), as the npm start test below allows.
   }, 150_000);
 
-  it('starts without loading the cloud providers’ SDKs (they load when an account is first synced or tested), the SMTP client or the assistant’s provider client', async () => {
+  it('starts without loading the cloud providers’ SDKs (they load when an account is first synced or tested), the SMTP and webhook clients, the assistant’s provider client or the PDF library', async () => {
     // A loader hook in the child names every module file it loads on stderr (cloud/collectors.ts
     // imports the providers on first use; kept in the heap once loaded, the Kubernetes client
     // alone is ~15 MB of source that every full collection of the web process marks again).
@@ -117,9 +117,10 @@ describe('surveyor serve on a fresh embedded database', () => {
     expect(loaded.some((l) => l.includes('/packages/server/dist/cloud/collectors.js'))).toBe(true);
     expect(loaded.some((l) => l.includes('/node_modules/fastify/'))).toBe(true);
     expect(loaded.filter((l) => /@kubernetes\/client-node|@aws-sdk\/|\/dist\/cloud\/(aws|kubernetes)\.js/.test(l))).toEqual([]);
-    // Nor the SMTP client (notifications/senders.ts loads it for the first mail) or the assistant's
-    // provider client (assistant/chat.service.ts, the first question).
-    expect(loaded.filter((l) => /\/node_modules\/(nodemailer|openai)\//.test(l))).toEqual([]);
+    // Nor the SMTP and webhook clients (notifications/senders.ts loads them for the first mail or
+    // webhook), the assistant's provider client (assistant/chat.service.ts, the first question) or
+    // pdf-lib (attestation/pdf.ts, the first attestation made or read).
+    expect(loaded.filter((l) => /\/node_modules\/(nodemailer|openai|undici|pdf-lib)\//.test(l))).toEqual([]);
     expect(await stop(started.child)).toBe(0);
   }, 90_000);
 });

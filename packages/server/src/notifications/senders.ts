@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
-import { Agent, fetch } from 'undici';
+import type { Agent } from 'undici';
 import type { Config } from '../config.js';
 import type { EventPayload } from '../events/events.js';
 import { redactText } from '../logger.js';
@@ -62,10 +62,10 @@ async function resolveTarget(host: string, allowPrivate: boolean): Promise<{ add
  * second, unchecked DNS answer), refusing private ones when so configured.
  */
 const agents = new Map<boolean, Agent>();
-function agentFor(allowPrivate: boolean): Agent {
+function agentFor(AgentClass: typeof Agent, allowPrivate: boolean): Agent {
   let a = agents.get(allowPrivate);
   if (!a) {
-    a = new Agent({
+    a = new AgentClass({
       connect: {
         lookup: (hostname, _options, callback) => {
           resolveTarget(hostname, allowPrivate).then(
@@ -138,13 +138,15 @@ async function post(url: string, body: string, headers: Record<string, string>, 
   const literal = target.hostname.replace(/^\[|\]$/g, '');
   if (!opts.allowPrivate && isIP(literal) && isPrivateAddress(literal)) return { ok: false, statusCode: null, error: new PrivateTargetError(literal, literal).message, retry: false };
   try {
-    const res = await fetch(target, {
+    // Loaded with the first webhook (3 MB of heap a web process need not carry, and mark at each collection, without one).
+    const undici = await import('undici');
+    const res = await undici.fetch(target, {
       method: 'POST',
       body,
       headers: { 'content-type': 'application/json', 'user-agent': opts.userAgent, ...auth, ...headers },
       redirect: 'manual', // a redirect is an answer, not a place to re-send a signed body to
       signal: AbortSignal.timeout(opts.timeoutMs),
-      dispatcher: agentFor(opts.allowPrivate),
+      dispatcher: agentFor(undici.Agent, opts.allowPrivate),
     });
     // The answer's body is not kept: the status says what happened, and a body read back to the
     // organisation's admins would let them read services the server can reach.
