@@ -319,6 +319,14 @@ say('| insert | µs a row | vs keys and page order only |');
 say('|---|---|---|');
 for (const [k, [label]] of variants.entries()) say(`| ${label} | ${partUs[k].toFixed(1)} | ${(partUs[k] / partUs[3]).toFixed(2)} |`);
 say();
+{
+  // The target's budget against what the services of the sweep cost alone, at these rates.
+  const serviceRows = HOSTS * PORTS;
+  const budget = baseSecs / 0.6;
+  const at = (us) => ((us * serviceRows) / 1e6).toFixed(1);
+  say(`The target's budget, and what the services of this sweep (${serviceRows.toLocaleString('en')} rows) cost alone at the rates above: 0.6 of this baseline leaves a first delivery **${budget.toFixed(1)} s** for everything (hosts, addresses, services, their change rows and events, HTTP, JSON, validation, reconciliation); the services rows as the ingest writes them take **${at(partUs[0])} s**, without their change rows ${at(partUs[1])} s, without the foreign key to \`hosts\` too ${at(partUs[2])} s (their keys, page order and the indexes the services filters are answered by), with their keys and page order only ${at(partUs[3])} s. ${partUs[2] * serviceRows / 1e6 >= budget * 0.8 ? 'The services alone, with the indexes the pages\' filters need (issue 30: every filter an index scan), take most or all of the budget before anything else is written: the target cannot be met without giving up those indexes or the per-service change rows the live stream and `cve.match` read.' : ''}`);
+  say();
+}
 if (!PARTS.has('flows') && !PARTS.has('polls')) {
   await app.close();
   await database.close();
