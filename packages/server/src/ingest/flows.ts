@@ -18,8 +18,8 @@ export const FLOW_RETENTION_DAYS = 30;
 /**
  * Prunes flows past the retention: drops each daily partition (of the records and of their rollups) whose day ended more than 30 days
  * before `at` (a DROP, not a DELETE: no dead rows, no vacuum), and forgets batch digests as old,
- * the flow deliveries' and the observation batches' (a retry that late is not one; the latter in
- * deletes of PRUNE_BATCH rows until `stop` says so, the rest left for the next run). A partition
+ * the flow deliveries' and the observation batches' (a retry that late is not one), in deletes of
+ * PRUNE_BATCH rows until `stop` says so, the rest left for the next run. A partition
  * is dropped under the creators' lock and with a short lock timeout: when readers hold the table
  * that long, it is left for the next run.
  */
@@ -47,20 +47,32 @@ export async function pruneFlows(db: Kysely<DB>, at: Date, stop: () => boolean =
       busy.push(name);
     }
   }
-  const batches = await sql`delete from flow_batches where received_at < ${cutoff}`.execute(db);
-  const scanBatches = await drain(
+  const batches = await forgetDigests(db, 'flow_batches', 'daemon_id', cutoff, stop);
+  const scanBatches = await forgetDigests(db, 'scan_batches', 'session_id', cutoff, stop);
+  return { partitions: dropped, busy, batches, scanBatches };
+}
+
+/**
+ * Forgets the digests `table` received before `cutoff` (both tables are keyed by organisation, owner
+ * and digest, and indexed by time received), oldest first, PRUNE_BATCH rows a statement until `stop`
+ * says so; answers how many.
+ */
+async function forgetDigests(db: Kysely<DB>, table: 'flow_batches' | 'scan_batches', owner: 'daemon_id' | 'session_id', cutoff: Date, stop: () => boolean): Promise<number> {
+  const t = sql.table(table);
+  const o = sql.ref(owner);
+  const { n } = await drain(
     async () =>
       Number(
         (
           await sql`
-            delete from scan_batches b where (b.organisation_id, b.session_id, b.digest) in (
-              select organisation_id, session_id, digest from scan_batches where received_at < ${cutoff} order by received_at limit ${PRUNE_BATCH})`.execute(db)
+            delete from ${t} where (organisation_id, ${o}, digest) in (
+              select organisation_id, ${o}, digest from ${t} where received_at < ${cutoff} order by received_at limit ${PRUNE_BATCH})`.execute(db)
         ).numAffectedRows ?? 0,
       ),
     PRUNE_BATCH,
     stop,
   );
-  return { partitions: dropped, busy, batches: Number(batches.numAffectedRows ?? 0), scanBatches: scanBatches.n };
+  return n;
 }
 
 /** `dropped` accumulates on the daemon (spec 4.4). */
