@@ -880,6 +880,42 @@ if (process.env.TEST_DATABASE_URL) {
       for (const id of range(older)) expect(es.ids()).not.toContain(id);
     });
 
+    it('sends a new stream no change committed before it opened, however late that change\'s notification comes', async () => {
+      const fresh = await orgWithSession(p);
+      const before = p.t.app.changeStreams.size;
+      await p.t.app.changeStreams.start(); // listening on the channel already, as once any stream has opened
+      const release = proxy.hold('surveyor-listen'); // the app's listening connection hears nothing for now
+      const older = await p.writer.changes(fresh.org.organisationId, 3); // committed; its notification waits in the proxy
+      const es = new Listener(`${p.base}/api/sse`, fresh.cookie);
+      await es.opened();
+      await sleep(200);
+      expect(p.t.app.changeStreams.size, 'the stream waits for its opening notice, behind the older notification').toBe(before);
+      release();
+      await waitFor('the server to place the stream', () => p.t.app.changeStreams.size > before);
+      const after = await p.writer.changes(fresh.org.organisationId, 2);
+      await es.receive(range(after));
+      await sleep(300);
+      expectExactlyOnceInOrder(es.ids(), range(after));
+      for (const id of range(older)) expect(es.ids()).not.toContain(id);
+    });
+
+    it('opens a stream all the same when its opening notice does not come (5 s), and streams what follows', async () => {
+      const fresh = await orgWithSession(p);
+      const before = p.t.app.changeStreams.size;
+      await p.t.app.changeStreams.start();
+      const release = proxy.hold('surveyor-listen');
+      const es = new Listener(`${p.base}/api/sse`, fresh.cookie);
+      try {
+        await es.opened();
+        await waitFor('the stream to be placed without its notice', () => p.t.app.changeStreams.size > before, 8_000);
+      } finally {
+        release();
+      }
+      const after = await p.writer.changes(fresh.org.organisationId, 2);
+      await es.receive(range(after));
+      expectExactlyOnceInOrder(es.ids(), range(after));
+    });
+
     it('keeps streaming live changes after an outage longer than the first reconnect attempt', async () => {
       const es = await listen(p, party.cookie);
       const first = await p.writer.changes(party.org.organisationId, 1);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
@@ -17,9 +18,11 @@ export interface SseOptions {
   resumeWindowHours: number;
   /** Most changes replayed on resume; more, and the client is told to reload. */
   maxReplay: number;
+  /** How long a new stream waits for its opening notice before it joins anyway (see open). */
+  openTimeoutMs: number;
 }
 
-export const defaultSseOptions: SseOptions = { heartbeatMs: 15_000, maxBufferBytes: 1 << 20, resumeWindowHours: 24, maxReplay: 10_000 };
+export const defaultSseOptions: SseOptions = { heartbeatMs: 15_000, maxBufferBytes: 1 << 20, resumeWindowHours: 24, maxReplay: 10_000, openTimeoutMs: 5_000 };
 
 interface ChangeRow {
   id: number;
@@ -49,6 +52,16 @@ interface Stream {
   /** Ids a resume replayed, skipped if a late notification brings them again (kept a short while). */
   replayed: Set<number> | null;
   closed: boolean;
+}
+
+/** A stream waiting for the notice that places it in the change stream (see open). */
+interface Opening {
+  organisationId: string;
+  res: ServerResponse;
+  /** Places the stream, run in its organisation's chain (once: later calls do nothing). */
+  attach: () => Promise<void>;
+  /** Ends the wait without placing it (the process is stopping). */
+  cancel: () => void;
 }
 
 /** Per organisation: the change ids sent recently (a notified range can overlap another statement's rows). */
@@ -84,6 +97,8 @@ export class ChangeStreams {
   private readonly recent = new Map<string, RecentIds>();
   /** One read at a time per organisation, so frames keep the notification order. */
   private readonly chains = new Map<string, Promise<void>>();
+  /** Streams opened and not yet placed, by the token of their opening notice. */
+  private readonly opening = new Map<string, Opening>();
   private unsubscribe: (() => Promise<void>) | null = null;
   private starting: Promise<void> | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
@@ -131,14 +146,23 @@ export class ChangeStreams {
 
   private notified(payload: string): void {
     if (payload === '*') {
-      // The listening connection was lost and is back: re-read what may have been missed since the
-      // last change sent (or since the organisation's first stream opened).
-      for (const org of this.byOrg.keys()) this.enqueue(org, () => this.readAfter(org, this.recent.get(org)?.max ?? 0), true);
+      // The listening connection was lost and is back. A stream waiting for its opening notice is
+      // placed now (the notice may have been lost with the connection); then every organisation
+      // re-reads what may have been missed since the last change sent (or since its first stream
+      // opened).
+      for (const o of this.opening.values()) this.after(o.organisationId, o.attach);
+      const orgs = new Set([...this.byOrg.keys(), ...[...this.opening.values()].map((o) => o.organisationId)]);
+      for (const org of orgs) this.enqueue(org, () => this.readAfter(org, this.recent.get(org)?.max ?? 0), true);
       return;
     }
     const job = parseJobRun(payload);
     if (job) return this.jobRun(job);
     const [org, lo, hi] = payload.split(' ');
+    if (org === 'open' && lo === this.schema && hi) {
+      const o = this.opening.get(hi);
+      if (o) this.after(o.organisationId, o.attach);
+      return;
+    }
     if (!org || !this.byOrg.has(org)) return;
     this.enqueue(org, () => this.readRange(org, Number(lo), Number(hi)));
   }
@@ -152,29 +176,29 @@ export class ChangeStreams {
     if (n.schema !== this.schema) return;
     const text = jobFrame(n);
     for (const org of n.organisationId === null ? [...this.byOrg.keys()] : this.byOrg.has(n.organisationId) ? [n.organisationId] : []) {
-      const next = (this.chains.get(org) ?? Promise.resolve())
-        .then(() => {
-          for (const s of this.byOrg.get(org) ?? []) if (!s.held) this.write(s, text);
-        })
-        .catch((err) => this.logger.warn({ err, organisationId: org }, 'change stream job notice failed'));
-      this.chains.set(org, next);
-      void next.finally(() => {
-        if (this.chains.get(org) === next) this.chains.delete(org);
+      this.after(org, () => {
+        for (const s of this.byOrg.get(org) ?? []) if (!s.held) this.write(s, text);
       });
     }
   }
 
-  private enqueue(org: string, read: () => Promise<ChangeRow[]>, catchUp = false): void {
+  /** Runs `step` after every step queued for the organisation: frames keep the notification order. */
+  private after(org: string, step: () => unknown): void {
     const next = (this.chains.get(org) ?? Promise.resolve())
-      .then(read)
-      .then((rows) => {
-        if (catchUp && rows.length > this.options.maxReplay) this.resetAll(org, 'the change stream was interrupted for longer than it can replay: reload');
-        else this.fanOut(org, rows);
-      })
-      .catch((err) => this.logger.warn({ err, organisationId: org }, 'change stream read failed'));
+      .then(step)
+      .then(() => {})
+      .catch((err) => this.logger.warn({ err, organisationId: org }, 'change stream step failed'));
     this.chains.set(org, next);
     void next.finally(() => {
       if (this.chains.get(org) === next) this.chains.delete(org);
+    });
+  }
+
+  private enqueue(org: string, read: () => Promise<ChangeRow[]>, catchUp = false): void {
+    this.after(org, async () => {
+      const rows = await read();
+      if (catchUp && rows.length > this.options.maxReplay) this.resetAll(org, 'the change stream was interrupted for longer than it can replay: reload');
+      else this.fanOut(org, rows);
     });
   }
 
@@ -274,11 +298,72 @@ export class ChangeStreams {
   }
 
   /**
+   * Sends the stream's opening notice and places the stream in its organisation's chain when the
+   * notice comes back (or when the listening connection is back after losing it, or after
+   * `openTimeoutMs` if it never comes). False when the stream ended first.
+   */
+  private async join(s: Stream): Promise<boolean> {
+    const org = s.organisationId;
+    const token = randomUUID();
+    let placed!: (ok: boolean) => void;
+    const done = new Promise<boolean>((resolve) => (placed = resolve));
+    let last: Promise<number> | null = null;
+    const timer = setTimeout(() => this.after(org, o.attach), this.options.openTimeoutMs);
+    timer.unref();
+    const o: Opening = {
+      organisationId: org,
+      res: s.res,
+      attach: async () => {
+        if (this.opening.get(token) !== o) return;
+        this.opening.delete(token);
+        clearTimeout(timer);
+        const max = await last?.catch(() => null);
+        if (max == null || this.stopped || s.res.destroyed || s.res.writableEnded) return placed(false);
+        // The organisation's first stream here: a catch-up after a lost connection starts from its last change then.
+        if (!this.recent.has(org)) this.recent.set(org, new RecentIds(max));
+        const set = this.byOrg.get(org) ?? new Set();
+        set.add(s);
+        this.byOrg.set(org, set);
+        s.res.on('close', () => this.detach(s));
+        placed(true);
+      },
+      cancel: () => {
+        this.opening.delete(token);
+        clearTimeout(timer);
+        placed(false);
+      },
+    };
+    this.opening.set(token, o);
+    last = sql<{ max: string | null }>`
+      select pg_notify(${CHANGES_CHANNEL}, ${`open ${this.schema} ${token}`}), (select max(id) from change_log where organisation_id = ${org}) as max`
+      .execute(this.db)
+      .then((r) => Number(r.rows[0]?.max ?? 0));
+    try {
+      await last;
+    } catch (err) {
+      this.logger.warn({ err, organisationId: org }, 'change stream could not open');
+      o.cancel();
+      s.res.end();
+      return false;
+    }
+    // After the notice is committed: a change the client makes once it reads this line comes after it.
+    s.res.write(`retry: 3000\n: connected\n\n`);
+    return done;
+  }
+
+  /**
    * Serves one stream on `res` (already answered 200 with the event-stream headers by the caller)
    * until the client leaves or the process stops. With `lastEventId`, first replays the change log
    * after it (within the resume window); when that is not possible in full (a change after it is
    * older than the window, or was pruned: events.prune keeps the largest id it deleted), sends
    * `event: reset`.
+   *
+   * The stream gets the changes committed after it opened, and no earlier one: it joins its
+   * organisation's streams when the listening connection delivers a notice this call sends.
+   * Notices arrive in commit order, so every change committed before that notice has been
+   * notified (and read, or skipped) first, however late the listening connection is, and every
+   * change committed after it comes after. (Joining when the stream was set up let a change
+   * committed just before through when its notice came late: migration 0011 notifies at commit.)
    */
   async open(organisationId: string, sessionId: string, res: ServerResponse, lastEventId: number | null): Promise<void> {
     if (this.stopped) {
@@ -286,19 +371,8 @@ export class ChangeStreams {
       return;
     }
     await this.start();
-    if (!this.byOrg.has(organisationId)) {
-      // The organisation's first stream here: a catch-up after a lost connection starts from now.
-      const r = await sql<{ max: number | null }>`select max(id) as max from change_log where organisation_id = ${organisationId}`.execute(this.db);
-      if (!this.recent.has(organisationId)) this.recent.set(organisationId, new RecentIds(Number(r.rows[0]?.max ?? 0)));
-    }
-    if (res.destroyed || res.writableEnded) return; // the client left while the stream was being set up
     const s: Stream = { organisationId, sessionId, res, held: lastEventId === null ? null : [], replayed: null, closed: false };
-    const set = this.byOrg.get(organisationId) ?? new Set();
-    set.add(s);
-    this.byOrg.set(organisationId, set);
-    this.recent.set(organisationId, this.recent.get(organisationId) ?? new RecentIds());
-    res.on('close', () => this.detach(s));
-    res.write(`retry: 3000\n: connected\n\n`);
+    if (!(await this.join(s))) return;
     if (lastEventId === null) return;
     try {
       const gap = await sql<{ old: boolean | null; pruned: string | null }>`
@@ -330,6 +404,10 @@ export class ChangeStreams {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
+    for (const o of [...this.opening.values()]) {
+      o.cancel();
+      o.res.end('event: closing\ndata: {}\n\n');
+    }
     for (const set of [...this.byOrg.values()]) for (const s of [...set]) this.close(s, 'event: closing\ndata: {}\n\n');
     await this.unsubscribe?.();
     this.unsubscribe = null;
