@@ -835,10 +835,11 @@ if (process.env.TEST_DATABASE_URL) {
     let p: Served;
     let party: Party;
     let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
+    let viaProxy: URL;
     beforeAll(async () => {
       const target = new URL(TEST_DATABASE_URL!);
       proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-      const viaProxy = new URL(TEST_DATABASE_URL!);
+      viaProxy = new URL(TEST_DATABASE_URL!);
       viaProxy.hostname = '127.0.0.1';
       viaProxy.port = String(proxy.port);
       const testDb = await createTestDatabase({ url: viaProxy.toString() });
@@ -887,11 +888,13 @@ if (process.env.TEST_DATABASE_URL) {
       const release = proxy.hold('surveyor-listen'); // the app's listening connection hears nothing for now
       const older = await p.writer.changes(fresh.org.organisationId, 3); // committed; its notification waits in the proxy
       const es = new Listener(`${p.base}/api/sse`, fresh.cookie);
-      await es.opened();
+      await waitFor('the stream to wait for its opening notice', () => p.t.app.changeStreams.waiting > 0);
       await sleep(200);
       expect(p.t.app.changeStreams.size, 'the stream waits for its opening notice, behind the older notification').toBe(before);
+      expect(es.opens, 'nothing is sent before the stream has joined').toBe(0);
       release();
-      await waitFor('the server to place the stream', () => p.t.app.changeStreams.size > before);
+      await es.opened();
+      expect(p.t.app.changeStreams.size).toBe(before + 1);
       const after = await p.writer.changes(fresh.org.organisationId, 2);
       await es.receive(range(after));
       await sleep(300);
@@ -914,6 +917,36 @@ if (process.env.TEST_DATABASE_URL) {
       const after = await p.writer.changes(fresh.org.organisationId, 2);
       await es.receive(range(after));
       expectExactlyOnceInOrder(es.ids(), range(after));
+    });
+
+    it('ends a stream still waiting for its opening notice when the process stops, with `event: closing`', async () => {
+      // A second web process on the same database, through the proxy, so that stopping it leaves this one serving.
+      const second = await openDatabase({ url: viaProxy.toString(), poolMax: 2, searchPath: p.testDb.schema });
+      const other = await buildTestApp({ env: HIGH_LIMITS, testDb: { database: second, schema: p.testDb.schema, drop: () => second.close() } });
+      try {
+        await other.app.listen({ port: 0, host: '127.0.0.1' });
+        const port = (other.app.server.address() as net.AddressInfo).port;
+        await other.app.changeStreams.start();
+        const release = proxy.hold('surveyor-listen');
+        try {
+          const opening = RawStream.open(`http://127.0.0.1:${port}/api/sse`, { cookie: party.cookie });
+          await waitFor('the stream to wait for its opening notice', () => other.app.changeStreams.waiting > 0);
+          expect(other.app.changeStreams.size).toBe(0);
+          // Not awaited yet: its UNLISTEN is answered on the held connection.
+          const stopping = other.app.changeStreams.stop();
+          const raw = await opening;
+          await waitFor('the stream to end', () => raw.ended);
+          expect(other.app.changeStreams.waiting).toBe(0);
+          expect(raw.frames().map((f) => f.event)).toContain('closing');
+          release();
+          await stopping;
+        } finally {
+          release();
+        }
+      } finally {
+        await other.close();
+        await second.close();
+      }
     });
 
     it('keeps streaming live changes after an outage longer than the first reconnect attempt', async () => {

@@ -208,5 +208,5 @@ describe.skipIf(!haveChromium)('console gaps (#14) in Chromium', () => {
     await sites.renameSite(db(), actor, added.id, { name: 'Live again' });
     await expect.poll(shown, POLL).toBe('Live again (live-1)');
     await shot(d, 'gaps-10-daemon-site-live');
-  });
+  }, 120_000);
 });

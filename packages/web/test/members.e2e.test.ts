@@ -126,7 +126,7 @@ describe.skipIf(!haveChromium)('members in Chromium', () => {
     await heading(q, 'Sign in');
     expect(new URL(q.url()).pathname).toBe('/login');
     await shot(q, 'members-07-removed-member-signed-out');
-  });
+  }, 120_000);
 
   it('shows a host\'s topology: the drawing, a window picker, and the flow peers once a daemon reports flows', async () => {
     const db = c.server.database.db;

@@ -99,7 +99,7 @@ describe.skipIf(!haveChromium)('services filters and the search box in Chromium'
     await p.getByLabel('Gone services').selectOption('only');
     await total.filter({ hasText: '2 services match these filters' }).waitFor();
     expect(await p.getByRole('table', { name: 'Services' }).getByText('gone', { exact: true }).count()).toBe(2);
-  });
+  }, 120_000);
 
   it('an operator presses / and finds a CVE, a host and a network with the arrows and Enter', async () => {
     const p = await ownerPage(c);

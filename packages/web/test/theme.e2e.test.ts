@@ -154,6 +154,6 @@ describe.skipIf(!haveChromium)('the console in light and dark', () => {
       await check('key-minted');
 
       expect(problems).toEqual([]);
-    });
+    }, 120_000);
   }
 });

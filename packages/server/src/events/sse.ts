@@ -119,6 +119,11 @@ export class ChangeStreams {
     return this.database.db;
   }
 
+  /** Streams waiting for their opening notice (for tests). */
+  get waiting(): number {
+    return this.opening.size;
+  }
+
   /** Streams open in this process (for tests and the benchmark). */
   get size(): number {
     let n = 0;
@@ -325,6 +330,8 @@ export class ChangeStreams {
         set.add(s);
         this.byOrg.set(org, set);
         s.res.on('close', () => this.detach(s));
+        // Once it has joined: a change the client makes after reading this line reaches it.
+        s.res.write(`retry: 3000\n: connected\n\n`);
         placed(true);
       },
       cancel: () => {
@@ -346,8 +353,6 @@ export class ChangeStreams {
       s.res.end();
       return false;
     }
-    // After the notice is committed: a change the client makes once it reads this line comes after it.
-    s.res.write(`retry: 3000\n: connected\n\n`);
     return done;
   }
 
